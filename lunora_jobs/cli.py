@@ -1,0 +1,93 @@
+"""The ``lunora`` command.
+
+Subcommands import their module only when run, so ``lunora db upgrade`` never loads Celery and
+``lunora --help`` stays fast.
+
+Example::
+
+    lunora db upgrade            # apply the Alembic migrations to LUNORA_DATABASE_URL
+    lunora example               # run the example agent end to end (offline by default)
+    lunora worker                # a Celery worker for the app named by LUNORA_APP
+    lunora rag sync ./docs       # index a folder into a RAG namespace
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="Lunora Jobs: durable AI agents on Celery.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+rag_app = typer.Typer(help="Retrieval (RAG) indexes.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(rag_app, name="rag")
+
+
+def _call(path: str, *args: object, **kwargs: object) -> object:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)(*args, **kwargs)
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+    url: Annotated[str | None, typer.Option(help="Database URL (default: LUNORA_DATABASE_URL).")] = None,
+) -> None:
+    """Apply the forward-only Alembic migrations."""
+    _call("lunora_jobs.store.migrate:upgrade", url=url, revision=revision)
+
+
+@rag_app.command("sync")
+def rag_sync(
+    directory: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="Folder to index.")],
+    namespace: Annotated[str | None, typer.Option(help="Namespace (tenant) to index into.")] = None,
+    prune: Annotated[bool, typer.Option(help="Remove indexed files no longer in the folder.")] = True,
+) -> None:
+    """Index every text file under DIRECTORY (content-hash short-circuits unchanged files)."""
+    _call("rag.cli:sync_directory", directory, namespace=namespace, prune=prune)
+
+
+@app.command("example")
+def example(
+    prompt: Annotated[str, typer.Argument(help="What to ask the example agent.")] = "What's the weather in Berlin?",
+) -> None:
+    """Run the example agent end to end (offline model unless OPENAI_API_KEY/OPENAI_BASE_URL is set)."""
+    _call("lunora_jobs.example:main", prompt)
+
+
+@app.command("worker", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def worker(ctx: typer.Context) -> None:
+    """A Celery worker for the app named by LUNORA_APP (extra arguments go to Celery)."""
+    _call("workers.celery_app:main", ["worker", *ctx.args])
+
+
+@app.command("beat", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def beat(ctx: typer.Context) -> None:
+    """Celery beat: cron entries, due delayed runs, the sweep tick. Run one replica."""
+    _call("workers.celery_app:main", ["beat", *ctx.args])
+
+
+@app.command("flower", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def flower(ctx: typer.Context) -> None:
+    """The Flower dashboard for the worker fleet."""
+    _call("workers.celery_app:main", ["flower", *ctx.args])
+
+
+@app.command("doctor")
+def doctor() -> None:
+    """Say which settings are set, which services answer, and how to fix what does not."""
+    code = _call("lunora_jobs.doctor:main")
+    raise typer.Exit(int(code) if isinstance(code, int) else 0)
+
+
+def main() -> None:
+    """Entry point of the ``lunora`` console script."""
+    app(prog_name="lunora")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

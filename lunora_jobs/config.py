@@ -1,0 +1,65 @@
+"""Settings from the environment, each with the embedded default of DESIGN.md.
+
+Example::
+
+    from lunora_jobs.config import Settings
+    settings = Settings()            # reads LUNORA_* / CELERY_BROKER_URL / OPENAI_* from the env
+    settings.resolved_database_url() # sqlite:///./.lunora/lunora.db when nothing is set
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Process configuration. Every field has an embedded default so a fresh machine runs offline."""
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", populate_by_name=True)
+
+    app: str | None = Field(default=None, validation_alias=AliasChoices("LUNORA_APP", "app"))
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_DATABASE_URL", "database_url")
+    )
+    broker_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("CELERY_BROKER_URL", "broker_url")
+    )
+    redis_url: str | None = Field(default=None, validation_alias=AliasChoices("LUNORA_REDIS_URL", "redis_url"))
+    qdrant_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_QDRANT_URL", "qdrant_url")
+    )
+    openai_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "openai_api_key")
+    )
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "openai_base_url")
+    )
+    data_dir: Path = Field(default=Path(".lunora"), validation_alias=AliasChoices("LUNORA_DATA_DIR", "data_dir"))
+
+    def resolved_database_url(self) -> str:
+        """The database URL, or the embedded SQLite file under ``data_dir``."""
+        if self.database_url:
+            return normalize_database_url(self.database_url)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{(self.data_dir / 'lunora.db').as_posix()}"
+
+    def qdrant_path(self) -> Path:
+        """Where Qdrant's local mode keeps its files when no server URL is set."""
+        return self.data_dir / "qdrant"
+
+
+def normalize_database_url(url: str) -> str:
+    """Pick the drivers we ship (psycopg 3, PyMySQL) when a URL names only the dialect.
+
+    ``postgresql://`` would make SQLAlchemy reach for psycopg2, which we do not install.
+    """
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://") :]
+    if url.startswith("postgresql://"):
+        return "postgresql+psycopg://" + url[len("postgresql://") :]
+    if url.startswith("mysql://") or url.startswith("mariadb://"):
+        return "mysql+pymysql://" + url.split("://", 1)[1]
+    return url

@@ -1,0 +1,142 @@
+"""The store protocol the engine calls. ``SqlStore`` and ``InMemoryStore`` both implement it.
+
+All timestamps are epoch milliseconds from the store's injectable ``clock``. Identity fields
+(owner, actor, keys) are at most 255 characters; longer input raises ``IdentityTooLongError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from lunora_jobs.store.records import (
+    JSON,
+    MessageRecord,
+    NewMessage,
+    NewRun,
+    RunRecord,
+    StepClaim,
+    StepCompletion,
+    StepRecord,
+    ThreadRecord,
+    UsageEntry,
+    UsageTotals,
+)
+
+MAX_IDENTITY = 255
+
+
+@runtime_checkable
+class AgentStore(Protocol):
+    """Durable state of agents: threads, messages, runs, the step ledger, usage."""
+
+    # -- schema -----------------------------------------------------------------------------
+    def ensure_tables(self) -> None:
+        """Create whatever is missing; only reads against a current schema. Safe to race."""
+
+    # -- threads ----------------------------------------------------------------------------
+    def ensure_thread(
+        self,
+        key: str,
+        *,
+        owner: str | None = None,
+        title: str | None = None,
+        agent: str | None = None,
+        model: str | None = None,
+        initial_state: JSON = None,
+    ) -> ThreadRecord:
+        """Get the thread for ``key`` or create it. ``initial_state`` seeds only on creation.
+
+        Raises ``ConflictError`` when the thread exists with a different owner (owners are immutable).
+        """
+
+    def get_thread(self, key: str) -> ThreadRecord | None:
+        """The thread for ``key``, or None."""
+
+    def get_thread_by_id(self, thread_id: str) -> ThreadRecord | None:
+        """The thread with this id, or None."""
+
+    def patch_thread(self, thread_id: str, **fields: Any) -> None:
+        """Update any of: status, title, state, model, agent. Bumps ``updated_at``."""
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete a thread; messages, tool calls, usage, runs and steps go with it (cascade)."""
+
+    def model_for_thread(self, thread_id: str) -> str | None:
+        """The model pinned on the thread (one column read)."""
+
+    def acquire_thread(self, thread_id: str, run_id: str) -> bool:
+        """Make ``run_id`` the thread's active run if none is (or it already is). Race-free."""
+
+    def release_thread(self, thread_id: str, run_id: str) -> bool:
+        """Clear the active run if it is ``run_id``."""
+
+    # -- messages ---------------------------------------------------------------------------
+    def append_message(self, thread_id: str, message: NewMessage) -> MessageRecord:
+        """Append idempotently on ``message.key``; assigns the next per-thread ``seq``."""
+
+    def append_messages(self, thread_id: str, messages: Sequence[NewMessage]) -> list[MessageRecord]:
+        """Append several in one transaction, in order, each idempotent on its key."""
+
+    def list_messages(self, thread_id: str) -> list[MessageRecord]:
+        """The whole transcript ordered by ``seq``."""
+
+    def load_thread_for_turn(self, thread_id: str, message_limit: int | None = None) -> list[MessageRecord]:
+        """The newest ``message_limit`` messages (all when None), oldest first."""
+
+    def has_assistant_message(self, thread_id: str) -> bool:
+        """Whether any assistant message exists on the thread (one-row existence check)."""
+
+    def fork_thread(
+        self, thread_id: str, new_key: str, *, upto_seq: int | None = None, owner: str | None = None
+    ) -> ThreadRecord:
+        """Copy messages (``seq <= upto_seq``, or all) under fresh ids to a new thread. One transaction."""
+
+    def truncate_from(self, thread_id: str, seq: int) -> int:
+        """Delete messages with ``seq >= seq`` and their tool calls. One transaction. Returns count."""
+
+    # -- runs -------------------------------------------------------------------------------
+    def create_run(self, run: NewRun) -> RunRecord:
+        """Insert a run; idempotent on ``run.id`` (returns the existing one)."""
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or None."""
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        """Update any of: status, result, error, stopped, turns, input_tokens, output_tokens."""
+
+    def list_runs(self, *, thread_id: str | None = None, status: str | None = None) -> list[RunRecord]:
+        """Runs filtered by thread and/or status, oldest first."""
+
+    # -- the step ledger --------------------------------------------------------------------
+    def claim_step(
+        self, run_id: str, name: str, *, owner: str, lease_ms: int, max_attempts: int = 5
+    ) -> StepClaim:
+        """Claim a step: insert it, or take over an expired lease (``attempt += 1``, new generation)."""
+
+    def complete_step(self, run_id: str, name: str, generation: int, completion: StepCompletion) -> bool:
+        """Record the result with its messages/usage/patches in one transaction.
+
+        Returns False (and writes nothing) when ``generation`` is no longer current.
+        """
+
+    def fail_step(
+        self, run_id: str, name: str, generation: int, error: str, *, terminal: bool = False
+    ) -> bool:
+        """Record an error. Not terminal: release the lease so a retry can claim. Fenced like complete."""
+
+    def get_step(self, run_id: str, name: str) -> StepRecord | None:
+        """The ledger row, or None."""
+
+    def list_steps(self, run_id: str) -> list[StepRecord]:
+        """Every ledger row of the run, in creation order."""
+
+    # -- usage ------------------------------------------------------------------------------
+    def record_usage(self, entry: UsageEntry) -> None:
+        """Append to the token-usage ledger."""
+
+    def quota_today(self, actor: str) -> int:
+        """Input + output tokens of ``actor`` over the current UTC day (one SUM in the database)."""
+
+    def usage_between(self, actor: str, start_ms: int, end_ms: int) -> UsageTotals:
+        """Sums over ``start_ms <= created_at < end_ms`` (one SUM in the database)."""

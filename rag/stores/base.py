@@ -1,0 +1,70 @@
+"""The vector-store seam. Each backend is a small class behind ``VectorStore`` and declares its limits.
+
+``define_rag`` reads ``capabilities`` instead of hard-coding one product's ceilings, so a backend
+without a dimension cap is not held to another's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCapabilities:
+    """A backend's limits. ``None`` means no limit."""
+
+    max_dimensions: int | None = None
+    max_metadata_bytes: int | None = None
+    max_top_k: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRecord:
+    """One chunk to upsert: its id (``<source_id>#<n>``), vector, text and metadata."""
+
+    id: str
+    vector: Sequence[float]
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    """One result of a query, best first. ``score`` is cosine similarity (higher is closer)."""
+
+    id: str
+    score: float
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """A namespaced vector index. ``filter`` uses the metadata-filter language of ``rag.filters``."""
+
+    capabilities: StoreCapabilities
+
+    def upsert(self, records: Sequence[VectorRecord], *, namespace: str | None = None) -> None:
+        """Insert or replace records by id."""
+        ...
+
+    def query(
+        self,
+        vector: Sequence[float],
+        *,
+        top_k: int,
+        namespace: str | None = None,
+        filter: dict[str, Any] | None = None,
+    ) -> list[VectorHit]:
+        """The ``top_k`` nearest records in ``namespace`` that match ``filter``, best first."""
+        ...
+
+    def get_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> list[VectorHit]:
+        """Records by id (score 0), in the order given, skipping missing ones."""
+        ...
+
+    def delete_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> None:
+        """Delete records by id; missing ids are ignored."""
+        ...
