@@ -37,13 +37,20 @@ class ToolCall:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-serialisable dict (for the ledger)."""
-        return {"id": self.id, "name": self.name, "arguments": self.arguments, "raw_arguments": self.raw_arguments}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "raw_arguments": self.raw_arguments,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ToolCall:
         """Inverse of ``to_json``."""
         return cls(
-            id=data["id"], name=data["name"], arguments=data.get("arguments") or {},
+            id=data["id"],
+            name=data["name"],
+            arguments=data.get("arguments") or {},
             raw_arguments=data.get("raw_arguments"),
         )
 
@@ -79,8 +86,10 @@ class Usage:
     def to_json(self) -> dict[str, Any]:
         """A JSON-serialisable dict."""
         return {
-            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-            "cache_read_tokens": self.cache_read_tokens, "cache_write_tokens": self.cache_write_tokens,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "cost_usd": self.cost_usd,
         }
 
@@ -90,8 +99,10 @@ class Usage:
         if not data:
             return cls()
         return cls(
-            int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)),
-            int(data.get("cache_read_tokens", 0)), int(data.get("cache_write_tokens", 0)),
+            int(data.get("input_tokens", 0)),
+            int(data.get("output_tokens", 0)),
+            int(data.get("cache_read_tokens", 0)),
+            int(data.get("cache_write_tokens", 0)),
             data.get("cost_usd"),
         )
 
@@ -109,16 +120,21 @@ class ModelTurn:
     def to_json(self) -> dict[str, Any]:
         """A JSON-serialisable dict (what the ledger stores for ``llm:turn:<n>``)."""
         return {
-            "text": self.text, "tool_calls": [c.to_json() for c in self.tool_calls],
-            "usage": self.usage.to_json(), "finish_reason": self.finish_reason, "model": self.model,
+            "text": self.text,
+            "tool_calls": [c.to_json() for c in self.tool_calls],
+            "usage": self.usage.to_json(),
+            "finish_reason": self.finish_reason,
+            "model": self.model,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ModelTurn:
         """Inverse of ``to_json``."""
         return cls(
-            text=data.get("text"), tool_calls=[ToolCall.from_json(c) for c in data.get("tool_calls") or []],
-            usage=Usage.from_json(data.get("usage")), finish_reason=data.get("finish_reason") or "stop",
+            text=data.get("text"),
+            tool_calls=[ToolCall.from_json(c) for c in data.get("tool_calls") or []],
+            usage=Usage.from_json(data.get("usage")),
+            finish_reason=data.get("finish_reason") or "stop",
             model=data.get("model"),
         )
 
