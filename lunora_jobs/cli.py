@@ -14,7 +14,6 @@ Example::
 from __future__ import annotations
 
 import importlib
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -53,7 +52,9 @@ def rag_sync(
 
 @app.command("example")
 def example(
-    prompt: Annotated[str, typer.Argument(help="What to ask the example agent.")] = "What's the weather in Berlin?",
+    prompt: Annotated[
+        str, typer.Argument(help="What to ask the example agent.")
+    ] = "What's the weather in Berlin?",
 ) -> None:
     """Run the example agent end to end (offline model unless OPENAI_API_KEY/OPENAI_BASE_URL is set)."""
     _call("lunora_jobs.example:main", prompt)
@@ -90,4 +91,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

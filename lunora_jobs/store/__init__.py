@@ -1,1 +1,53 @@
-"""Lunora Jobs."""
+"""Durable agent state: the ``AgentStore`` protocol, ``SqlStore`` (Postgres, MySQL/MariaDB, SQLite)
+and ``InMemoryStore``, its single-process twin.
+
+Example::
+
+    from lunora_jobs.store import create_store, NewMessage
+    store = create_store("sqlite:///./.lunora/lunora.db")
+    thread = store.ensure_thread("support:42", owner="user-7")
+    store.append_message(thread.id, NewMessage(key="run-1:user:0", role="user", content="hi"))
+"""
+
+from lunora_jobs.store.base import MAX_IDENTITY, AgentStore
+from lunora_jobs.store.ddl import ensure_tables
+from lunora_jobs.store.memory import InMemoryStore
+from lunora_jobs.store.records import (
+    JSON,
+    MessageRecord,
+    NewMessage,
+    NewRun,
+    RunRecord,
+    ScheduleRecord,
+    StepClaim,
+    StepCompletion,
+    StepRecord,
+    ThreadRecord,
+    ToolCallRecord,
+    UsageEntry,
+    UsageTotals,
+)
+from lunora_jobs.store.sql import SqlStore, create_engine, create_store
+
+__all__ = [
+    "JSON",
+    "MAX_IDENTITY",
+    "AgentStore",
+    "InMemoryStore",
+    "MessageRecord",
+    "NewMessage",
+    "NewRun",
+    "RunRecord",
+    "ScheduleRecord",
+    "SqlStore",
+    "StepClaim",
+    "StepCompletion",
+    "StepRecord",
+    "ThreadRecord",
+    "ToolCallRecord",
+    "UsageEntry",
+    "UsageTotals",
+    "create_engine",
+    "create_store",
+    "ensure_tables",
+]

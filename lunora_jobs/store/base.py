@@ -15,10 +15,12 @@ from lunora_jobs.store.records import (
     NewMessage,
     NewRun,
     RunRecord,
+    ScheduleRecord,
     StepClaim,
     StepCompletion,
     StepRecord,
     ThreadRecord,
+    ToolCallRecord,
     UsageEntry,
     UsageTotals,
 )
@@ -130,6 +132,29 @@ class AgentStore(Protocol):
 
     def list_steps(self, run_id: str) -> list[StepRecord]:
         """Every ledger row of the run, in creation order."""
+
+    # -- tool calls and delayed runs ---------------------------------------------------------
+    def list_threads(self, *, owner: str | None = None, limit: int = 100) -> list[ThreadRecord]:
+        """Threads, most recently active first, optionally only ``owner``'s."""
+
+    def upsert_tool_call(
+        self, thread_id: str, run_id: str, call_id: str, *, name: str, input: JSON = None, **fields: Any
+    ) -> ToolCallRecord:
+        """Insert the call, or update ``fields`` (output, status, decision, decided_by, decided_at)."""
+
+    def get_tool_call(self, run_id: str, call_id: str) -> ToolCallRecord | None:
+        """The tool call, or None."""
+
+    def list_tool_calls(self, run_id: str) -> list[ToolCallRecord]:
+        """The run's tool calls, oldest first."""
+
+    def add_schedule(
+        self, agent: str, run_at: int, payload: JSON = None, *, id: str | None = None
+    ) -> ScheduleRecord:
+        """Queue a delayed run (idempotent on ``id`` when given)."""
+
+    def claim_due_schedules(self, now: int, limit: int, claimer: str) -> list[ScheduleRecord]:
+        """Claim up to ``limit`` pending schedules due at ``now``; each row goes to one caller only."""
 
     # -- usage ------------------------------------------------------------------------------
     def record_usage(self, entry: UsageEntry) -> None:

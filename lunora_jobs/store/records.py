@@ -179,3 +179,35 @@ class StepCompletion:
     usage: UsageEntry | None = None
     run_patch: dict[str, Any] | None = None
     thread_patch: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """A tool call of a run (``id`` is the provider's call id), with its approval decision if any."""
+
+    id: str
+    run_id: str
+    thread_id: str
+    name: str
+    input: JSON
+    output: JSON
+    status: str
+    decision: str | None
+    decided_by: str | None
+    decided_at: int | None
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRecord:
+    """A delayed run waiting in ``agent_schedules`` until ``run_at`` (epoch-ms)."""
+
+    id: str
+    agent: str
+    run_at: int
+    payload: JSON
+    status: str
+    claimed_by: str | None
+    claimed_at: int | None
+    created_at: int

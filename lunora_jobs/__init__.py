@@ -1,0 +1,107 @@
+"""Lunora Jobs: durable AI agents on a Celery worker fleet.
+
+Every LLM turn and every tool call runs as its own idempotent step, memoized in a step ledger in
+the database, so a crashed worker, a lost broker message or a redeploy resumes a run without
+re-running (or re-paying for) a finished step.
+
+Example::
+
+    from lunora_jobs import Lunora, ToolContext, define_agent, tool
+
+    @tool
+    def get_weather(city: str, ctx: ToolContext) -> dict:
+        \"\"\"Look up the current weather for a city.\"\"\"
+        return ctx.run("weather:lookup", {"city": city})
+
+    weather = define_agent(name="weather", instructions="Answer weather questions.", tools=[get_weather])
+    app = Lunora.from_env(agents=[weather], functions={"weather:lookup": lambda args: {"temp_c": 21}})
+    handle = app.agents.weather.run(input="Weather in Berlin?", thread_key="t1")
+    app.agents.weather.wait(handle.id).text
+"""
+
+from lunora_jobs.agent import AgentDefinition, define_agent
+from lunora_jobs.config import Settings
+from lunora_jobs.engine.dispatch import Dispatcher, InProcessDispatcher, StepTask
+from lunora_jobs.engine.locks import LocalLock, RedisLock
+from lunora_jobs.engine.start import RunHandle
+from lunora_jobs.errors import (
+    ConfigurationError,
+    ConflictError,
+    LunoraError,
+    NotFoundError,
+    StepExhaustedError,
+    ToolInputError,
+)
+from lunora_jobs.loop import (
+    CompactionOptions,
+    PrepareStepArgs,
+    PrepareStepResult,
+    RepairArgs,
+    StepFinish,
+    StopContext,
+    has_tool_call,
+    step_count_is,
+)
+from lunora_jobs.models import (
+    Model,
+    ModelTurn,
+    OfflineModel,
+    OutputSpec,
+    ScriptedModel,
+    ToolCall,
+    Usage,
+    final_turn,
+    register_model_provider,
+    resolve_model,
+    tool_call_turn,
+    tool_calls_turn,
+)
+from lunora_jobs.runtime import AgentClient, Lunora, RunResult, load_app
+from lunora_jobs.tools import ToolContext, ToolDefinition, define_tool, function_tool, tool
+
+__all__ = [
+    "AgentClient",
+    "AgentDefinition",
+    "CompactionOptions",
+    "ConfigurationError",
+    "ConflictError",
+    "Dispatcher",
+    "InProcessDispatcher",
+    "LocalLock",
+    "Lunora",
+    "LunoraError",
+    "Model",
+    "ModelTurn",
+    "NotFoundError",
+    "OfflineModel",
+    "OutputSpec",
+    "PrepareStepArgs",
+    "PrepareStepResult",
+    "RedisLock",
+    "RepairArgs",
+    "RunHandle",
+    "RunResult",
+    "ScriptedModel",
+    "Settings",
+    "StepExhaustedError",
+    "StepFinish",
+    "StepTask",
+    "StopContext",
+    "ToolCall",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolInputError",
+    "Usage",
+    "define_agent",
+    "define_tool",
+    "final_turn",
+    "function_tool",
+    "has_tool_call",
+    "load_app",
+    "register_model_provider",
+    "resolve_model",
+    "step_count_is",
+    "tool",
+    "tool_call_turn",
+    "tool_calls_turn",
+]

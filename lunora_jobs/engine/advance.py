@@ -1,0 +1,138 @@
+"""Moving a run forward once a step's result is recorded: plan, dispatch, wait, finish or fail.
+
+Every function here is safe to call twice with the same facts (two tools finishing together, a
+replay, the sweep): dispatches are deduped by the ledger claim, and finishing writes the same
+values again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from lunora_jobs.agent import AgentDefinition
+from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.ledger import CallMode, completed_turns, turn_facts
+from lunora_jobs.engine.plan import Decision, StopReason, plan_turn
+from lunora_jobs.engine.steps import tool_step, turn_step
+from lunora_jobs.engine.turn import TurnResult
+from lunora_jobs.loop import StepFinish, StopContext
+from lunora_jobs.models.base import Usage
+from lunora_jobs.store.records import RunRecord, StepRecord
+
+log = logging.getLogger(__name__)
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+def now_ms(deps: EngineDeps) -> int:
+    """The store's clock (injectable in tests), else the wall clock."""
+    clock = getattr(deps.store, "clock", None)
+    if callable(clock):
+        return int(clock())
+    from lunora_jobs.store.codec import wall_clock
+
+    return wall_clock()
+
+
+def run_result_json(text: str | None, output: Any, usage: Usage, turns: int) -> dict[str, Any]:
+    """What ``agent_runs.result`` holds for a finished run."""
+    return {"text": text, "output": output, "usage": usage.to_json(), "turns": turns}
+
+
+def advance_turn(
+    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, turn: int, result: TurnResult,
+    steps: Sequence[StepRecord], mode: CallMode,
+) -> Decision:
+    """Plan what follows ``turn`` from the ledger rows ``steps`` and carry it out."""
+
+    def stop_met() -> bool:
+        if not agent.stop_when:
+            return False
+        context = StopContext([r.turn for r in completed_turns(steps)], turn)
+        return any(condition(context) for condition in agent.stop_when)
+
+    facts = turn_facts(run.id, turn, result, steps, max_turns=agent.max_turns, now=now_ms(deps), mode=mode)
+    decision = plan_turn(facts, stop_met)
+    settled = decision.finish is not None or any(t.kind == "turn" for t in decision.dispatch)
+    if settled and result.turn.tool_calls:
+        notify_step_finish(agent, turn, result, steps)
+    if decision.dispatch:
+        deps.dispatcher.dispatch(decision.dispatch)
+    if decision.waits and run.status != "awaiting_input":
+        deps.store.update_run(run.id, status="awaiting_input")
+        deps.store.patch_thread(run.thread_id, status="awaiting_input")
+    if decision.finish is not None:
+        finish_run(deps, run, agent, decision.finish, result)
+    return decision
+
+
+def fan_in(deps: EngineDeps, run: RunRecord, agent: AgentDefinition, turn: int) -> None:
+    """After a tool step of ``turn`` completed: whoever sees every call settled moves the run on."""
+    steps = deps.store.list_steps(run.id)
+    memo = turn_row(steps, turn)
+    if memo is not None and memo.status == "completed":
+        advance_turn(deps, run, agent, turn, TurnResult.from_json(memo.result), steps, mode="fan_in")
+
+
+def notify_step_finish(
+    agent: AgentDefinition, turn: int, result: TurnResult, steps: Sequence[StepRecord] = ()
+) -> None:
+    """Call ``on_step_finish`` (observability: at-least-once, and a failing callback never fails the run)."""
+    if agent.on_step_finish is None:
+        return
+    by_name = {s.name: s for s in steps}
+    tool_results: list[dict[str, Any]] = []
+    for call in result.turn.tool_calls:
+        if call.id in result.invalid:
+            tool_results.append({"tool_call_id": call.id, "name": call.name,
+                                 "output": result.invalid[call.id], "is_error": True})
+            continue
+        row = by_name.get(tool_step(call.name, call.id))
+        memo = row.result if row is not None and isinstance(row.result, dict) else {}
+        tool_results.append({"tool_call_id": call.id, "name": call.name,
+                             "output": memo.get("output"), "is_error": bool(memo.get("is_error"))})
+    try:
+        agent.on_step_finish(StepFinish(turn, result.turn, tool_results))
+    except Exception:
+        log.exception("lunora: on_step_finish of agent %r raised; the run continues", agent.name)
+
+
+def finish_run(
+    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, stopped: StopReason, last: TurnResult
+) -> None:
+    """Mark the run completed with its result and free the thread (outside a step's transaction)."""
+    output = last.output
+    if output is None and agent.output is not None and last.turn.text:
+        try:  # a run stopped early may still have ended on a structured answer
+            parsed = agent.output.parse(last.turn.text)
+            dump = getattr(parsed, "model_dump", None)
+            output = dump(mode="json") if callable(dump) else parsed
+        except ValueError:
+            output = None
+    current = deps.store.get_run(run.id) or run
+    if current.status in TERMINAL:
+        return  # cancelled (or finished by a concurrent finisher) meanwhile: keep what is recorded
+    usage = Usage(current.input_tokens, current.output_tokens)
+    deps.store.update_run(
+        run.id, status="completed", stopped=stopped,
+        result=run_result_json(last.turn.text, output, usage, current.turns),
+    )
+    deps.store.patch_thread(run.thread_id, status="completed", active_run_id=None)
+
+
+def fail_run(deps: EngineDeps, run: RunRecord, error: str) -> None:
+    """Mark the run failed with ``error`` and free the thread."""
+    current = deps.store.get_run(run.id)
+    if current is not None and current.status in TERMINAL:
+        return
+    log.warning("lunora: run %s failed: %s", run.id, error)
+    deps.store.update_run(run.id, status="failed", error=error)
+    deps.store.patch_thread(run.thread_id, status="failed", active_run_id=None)
+
+
+def turn_row(steps: Sequence[StepRecord], turn: int) -> StepRecord | None:
+    """The ledger row of ``llm:turn:<turn>``."""
+    name = turn_step(turn)
+    return next((s for s in steps if s.name == name), None)

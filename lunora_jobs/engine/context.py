@@ -1,0 +1,82 @@
+"""What a step needs besides ``(run_id, step)``: the store, the dispatcher, the lock, the agents.
+
+One ``EngineDeps`` is built by the ``Lunora`` app (or the test harness) and shared by every step a
+process runs; it holds no per-run state.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lunora_jobs.agent import AgentDefinition
+from lunora_jobs.config import Settings
+from lunora_jobs.engine.dispatch import Dispatcher
+from lunora_jobs.engine.locks import RunLock
+from lunora_jobs.errors import ConfigurationError
+from lunora_jobs.models.base import Model
+from lunora_jobs.models.registry import resolve_model
+from lunora_jobs.store.base import AgentStore
+
+FunctionRunner = Callable[[str, dict[str, Any], "str | None"], Any]
+"""``runner(path, args, idempotency_key)``: what ``ctx.run`` calls."""
+
+
+def default_worker_id() -> str:
+    """``host:pid:random`` — the lease owner written into claimed ledger rows."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+@dataclass
+class EngineDeps:
+    """The collaborators of the durable loop.
+
+    ``model_override`` (the harness) replaces every agent's model; ``lease_margin_s`` is added to an
+    agent's ``step_timeout_s`` to form the lease, so a slow but live step is never taken over.
+    """
+
+    store: AgentStore
+    dispatcher: Dispatcher
+    lock: RunLock
+    agents: Mapping[str, AgentDefinition]
+    run_function: FunctionRunner
+    settings: Settings = field(default_factory=Settings)
+    model_override: Model | None = None
+    worker_id: str = field(default_factory=default_worker_id)
+    lock_wait_s: float = 5.0
+    lease_margin_s: float = 30.0
+    _models: dict[str, Model] = field(default_factory=dict, repr=False)
+
+    def agent(self, name: str) -> AgentDefinition:
+        """The agent registered as ``name``; a run of an unknown agent is a deployment mistake."""
+        try:
+            return self.agents[name]
+        except KeyError:
+            raise ConfigurationError(
+                f"No agent named {name!r} is registered in this process; pass it to Lunora(agents=[...]) "
+                "in the app named by LUNORA_APP on every worker."
+            ) from None
+
+    def lease_ms(self, agent: AgentDefinition) -> int:
+        """How long a claim holds a step before another worker may take it over."""
+        return int((agent.step_timeout_s + self.lease_margin_s) * 1000)
+
+    def model_for(self, agent: AgentDefinition) -> Model:
+        """The agent's model, built once per process (clients are reused across turns)."""
+        if self.model_override is not None:
+            return self.model_override
+        return self.resolve(f"agent:{agent.name}", agent.model)
+
+    def resolve(self, cache_key: str, spec: Any) -> Model:
+        """Resolve a model option (string, Model, callable) once per ``cache_key``."""
+        if isinstance(spec, Model) and not isinstance(spec, str):
+            return spec
+        model = self._models.get(cache_key)
+        if model is None:
+            model = resolve_model(spec, self.settings)
+            self._models[cache_key] = model
+        return model

@@ -1,0 +1,91 @@
+"""How the engine asks for a step to run: the ``Dispatcher`` seam and the in-process dispatcher.
+
+The engine never imports Celery. ``workers.dispatch.CeleryDispatcher`` is the production
+implementation; ``InProcessDispatcher`` serves the embedded default and tests. A task carries only
+``(run_id, step)``: everything else is read from the database, so a redelivered or duplicated message
+is harmless (the ledger decides what runs).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+StepKind = Literal["turn", "tool", "memory", "resume"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepTask:
+    """A request to run step ``step`` of run ``run_id``. ``kind`` picks the Celery task / queue."""
+
+    run_id: str
+    step: str
+    kind: StepKind = "turn"
+
+    @property
+    def task_id(self) -> str:
+        """A deterministic id: the broker can dedupe and ``revoke`` can find it."""
+        return f"{self.run_id}:{self.step}"
+
+
+@runtime_checkable
+class Dispatcher(Protocol):
+    """Enqueues step tasks. Implementations must not run the step inside ``dispatch``'s caller stack
+    unless they drain iteratively (see ``InProcessDispatcher``)."""
+
+    def dispatch(self, tasks: Sequence[StepTask]) -> None:
+        """Enqueue ``tasks`` (several tool calls of one turn fan out in one call)."""
+        ...
+
+    def revoke(self, run_id: str) -> None:
+        """Best-effort: drop queued tasks of ``run_id`` (cancellation). The ledger stays the authority."""
+        ...
+
+
+class InProcessDispatcher:
+    """Runs dispatched steps inline by draining a local queue in a loop.
+
+    No recursion: a step that dispatches its successor while the queue is being drained only
+    appends to the queue, so a 1,000-step run does not grow the stack.
+
+    Example::
+
+        dispatcher = InProcessDispatcher(lambda task: engine.execute(task.run_id, task.step))
+    """
+
+    def __init__(self, runner: Callable[[StepTask], None] | None = None) -> None:
+        self._runner = runner
+        self._queue: deque[StepTask] = deque()
+        self._draining = False
+        self.dispatched: list[StepTask] = []
+        """Every task ever dispatched, in order (the harness exposes it)."""
+
+    def bind(self, runner: Callable[[StepTask], None]) -> None:
+        """Set the function that runs one step (the app binds itself after construction)."""
+        self._runner = runner
+
+    @property
+    def bound(self) -> bool:
+        """Whether a runner is set."""
+        return self._runner is not None
+
+    def dispatch(self, tasks: Sequence[StepTask]) -> None:
+        """Queue the tasks and, unless already draining, drain until the queue is empty."""
+        self._queue.extend(tasks)
+        self.dispatched.extend(tasks)
+        if self._draining:
+            return
+        if self._runner is None:
+            raise RuntimeError("InProcessDispatcher has no runner: call bind() first")
+        self._draining = True
+        try:
+            while self._queue:
+                self._runner(self._queue.popleft())
+        finally:
+            self._draining = False
+
+    def revoke(self, run_id: str) -> None:
+        """Drop queued tasks of ``run_id``."""
+        self._queue = deque(t for t in self._queue if t.run_id != run_id)

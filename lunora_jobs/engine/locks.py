@@ -1,0 +1,104 @@
+"""The run lock. It only saves work; correctness comes from the step ledger.
+
+Two workers handed the same step (a redelivery, a sweep racing a slow worker) would both reach the
+database claim, and the claim would pick one of them. The lock makes the loser wait for — or skip —
+that round trip. If the lock is unavailable (Redis down, contention past ``wait_s``) the engine
+proceeds without it: the ledger's unique ``(run_id, name)`` row and fenced completion still decide.
+
+``LocalLock`` serves one process (the embedded default and tests); ``RedisLock`` uses redis-py's
+``Lock`` (``SET NX PX`` to take, a token-checked Lua script to release: one round trip each).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, suppress
+from typing import Any, Protocol, runtime_checkable
+
+from lunora_jobs.engine.keys import DEFAULT_PREFIX, run_lock_key
+
+
+@runtime_checkable
+class RunLock(Protocol):
+    """A per-run mutual exclusion hint."""
+
+    def hold(self, run_id: str, *, ttl_ms: int, wait_s: float) -> AbstractContextManager[bool]:
+        """Context manager yielding True when the lock is held, False when it could not be taken."""
+        ...
+
+
+class LocalLock:
+    """A process-local lock per run id (``threading.Lock`` objects, created on demand).
+
+    Example::
+
+        lock = LocalLock()
+        with lock.hold("run-1", ttl_ms=30_000, wait_s=1.0) as held:
+            ...
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        self._users: dict[str, int] = {}
+
+    @contextmanager
+    def hold(self, run_id: str, *, ttl_ms: int, wait_s: float) -> Iterator[bool]:
+        """Hold the run's lock for the ``with`` body (``ttl_ms`` is moot in one process)."""
+        with self._guard:
+            lock = self._locks.setdefault(run_id, threading.Lock())
+            self._users[run_id] = self._users.get(run_id, 0) + 1
+        held = lock.acquire(timeout=wait_s)
+        try:
+            yield held
+        finally:
+            if held:
+                lock.release()
+            with self._guard:
+                # Drop the entry when nobody uses it, so a long-lived process does not grow forever.
+                self._users[run_id] -= 1
+                if self._users[run_id] == 0:
+                    del self._users[run_id]
+                    del self._locks[run_id]
+
+
+class RedisLock:
+    """A per-run lock in Redis, via ``redis.Redis.lock`` (expires after ``ttl_ms`` if its holder dies).
+
+    Example::
+
+        lock = RedisLock.from_url("redis://127.0.0.1:6379/0", prefix="myapp")
+    """
+
+    def __init__(self, client: Any, *, prefix: str = DEFAULT_PREFIX) -> None:
+        self.client = client
+        self.prefix = prefix
+
+    @classmethod
+    def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX) -> RedisLock:
+        """Connect with redis-py (connections are pooled and opened lazily)."""
+        import redis
+
+        return cls(redis.Redis.from_url(url), prefix=prefix)
+
+    @contextmanager
+    def hold(self, run_id: str, *, ttl_ms: int, wait_s: float) -> Iterator[bool]:
+        """Hold ``<prefix>:lock:run:<run_id>``; yield False (and carry on) if Redis fails or is contended."""
+        import redis
+
+        lock = self.client.lock(
+            run_lock_key(self.prefix, run_id), timeout=max(ttl_ms, 1) / 1000.0,
+            blocking_timeout=wait_s, thread_local=False,
+        )
+        try:
+            held = bool(lock.acquire())
+        except redis.RedisError:
+            held = False
+        try:
+            yield held
+        finally:
+            if held:
+                # Expired or Redis gone: the TTL cleans up, the ledger stays right.
+                with suppress(redis.exceptions.LockError, redis.RedisError):
+                    lock.release()

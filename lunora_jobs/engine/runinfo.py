@@ -1,0 +1,39 @@
+"""What the engine keeps in ``agent_runs.input`` besides the user's input.
+
+The run row is read by every step anyway, so the values a step needs and that must not be
+re-evaluated on replay live there: the thread key (for ``ToolContext``) and the system instructions
+resolved once at run start (an ``instructions`` callable is never re-run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lunora_jobs.store.records import RunRecord
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """The decoded ``agent_runs.input``."""
+
+    input: Any
+    thread_key: str
+    instructions: str | None
+    title: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form."""
+        return {
+            "input": self.input, "thread_key": self.thread_key,
+            "instructions": self.instructions, "title": self.title,
+        }
+
+
+def run_info(run: RunRecord) -> RunInfo:
+    """Decode a run's stored input (tolerates a bare input written by other producers)."""
+    data = run.input
+    if isinstance(data, dict) and "thread_key" in data:
+        key = str(data["thread_key"])
+        return RunInfo(data.get("input"), key, data.get("instructions"), data.get("title"))
+    return RunInfo(data, run.thread_id, None)

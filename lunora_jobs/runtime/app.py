@@ -1,0 +1,163 @@
+"""``Lunora``: the app object — agents, store, dispatcher, lock — and the two entry points the
+workers call (``execute_step``, ``sweep``).
+
+Example::
+
+    app = Lunora.from_env(agents=[support])          # env: LUNORA_DATABASE_URL, CELERY_BROKER_URL, ...
+    handle = app.agents.support.run(input="hi", thread_key="t1", owner="user-7")
+    app.threads.messages("t1", viewer="user-7")
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from lunora_jobs.agent import AgentDefinition
+from lunora_jobs.config import Settings
+from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.dispatch import Dispatcher, InProcessDispatcher, StepTask
+from lunora_jobs.engine.execute import Engine, StepOutcome
+from lunora_jobs.engine.keys import DEFAULT_PREFIX
+from lunora_jobs.engine.locks import LocalLock, RedisLock, RunLock
+from lunora_jobs.engine.sweep import SweepReport, sweep
+from lunora_jobs.errors import ConfigurationError
+from lunora_jobs.models.base import Model
+from lunora_jobs.runtime.agents_client import AgentsNamespace
+from lunora_jobs.runtime.approvals_api import ApprovalsAPI
+from lunora_jobs.runtime.threads_api import ThreadsAPI
+from lunora_jobs.store.base import AgentStore
+
+DEFAULT_DISPATCHER = "workers.dispatch:CeleryDispatcher"
+
+
+def import_path(path: str) -> Any:
+    """Import ``"package.module:attr"``."""
+    module, sep, attr = path.partition(":")
+    if not sep or not module or not attr:
+        raise ConfigurationError(
+            f"{path!r} is not a 'package.module:attribute' path (e.g. 'myproject.agents:app')."
+        )
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(f"cannot import {path!r}: {exc}") from exc
+
+
+class Lunora:
+    """The app: registered agents over one store, dispatcher and run lock.
+
+    Defaults (the embedded mode of DESIGN.md): SQLite under ``LUNORA_DATA_DIR`` (or
+    ``database_url``), in-process dispatch (Celery when ``broker_url`` is given, loaded by name so
+    ``lunora_jobs`` never imports Celery), a process-local lock (Redis when ``redis_url`` is given).
+    ``functions`` maps the paths tools dispatch with ``ctx.run(path, args)`` to callables taking
+    ``args``. ``model`` replaces every agent's model (the test harness uses it).
+    """
+
+    def __init__(
+        self,
+        agents: Sequence[AgentDefinition] = (),
+        *,
+        database_url: str | None = None,
+        broker_url: str | None = None,
+        redis_url: str | None = None,
+        store: AgentStore | None = None,
+        dispatcher: Dispatcher | None = None,
+        lock: RunLock | None = None,
+        functions: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
+        settings: Settings | None = None,
+        model: Model | None = None,
+        redis_prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        self.settings = settings or Settings()
+        registry: dict[str, AgentDefinition] = {}
+        for agent in agents:
+            if agent.name in registry and registry[agent.name] is not agent:
+                raise ConfigurationError(f"two agents are named {agent.name!r}; agent names must be unique.")
+            registry[agent.name] = agent
+        self.registry = registry
+        if store is None:
+            from lunora_jobs.store.sql import create_store
+
+            store = create_store(database_url or self.settings.resolved_database_url())
+        self.store: AgentStore = store
+        self.dispatcher: Dispatcher = dispatcher or (
+            _load_dispatcher(broker_url) if broker_url else InProcessDispatcher()
+        )
+        if isinstance(self.dispatcher, InProcessDispatcher) and not self.dispatcher.bound:
+            self.dispatcher.bind(self._run_task)
+        self.lock: RunLock = lock or (
+            RedisLock.from_url(redis_url, prefix=redis_prefix) if redis_url else LocalLock()
+        )
+        self.functions: dict[str, Callable[[dict[str, Any]], Any]] = dict(functions or {})
+        self.deps = EngineDeps(
+            store=self.store, dispatcher=self.dispatcher, lock=self.lock, agents=self.registry,
+            run_function=self.run_function, settings=self.settings, model_override=model,
+        )
+        self.engine = Engine(self.deps)
+        self.agents = AgentsNamespace(self, registry)
+        self.threads = ThreadsAPI(self.store)
+        self.approvals = ApprovalsAPI(self)
+
+    def _run_task(self, task: StepTask) -> None:
+        self.execute_step(task.run_id, task.step)
+
+    @classmethod
+    def from_env(cls, agents: Sequence[AgentDefinition] = (), **overrides: Any) -> Lunora:
+        """Build from the environment: ``LUNORA_DATABASE_URL``, ``CELERY_BROKER_URL``,
+        ``LUNORA_REDIS_URL``, ``OPENAI_*`` (keyword arguments win over the environment)."""
+        settings = overrides.pop("settings", None) or Settings()
+        overrides.setdefault("database_url", settings.database_url)
+        overrides.setdefault("broker_url", settings.broker_url)
+        overrides.setdefault("redis_url", settings.redis_url)
+        return cls(agents, settings=settings, **overrides)
+
+    def run_function(self, path: str, args: dict[str, Any], idempotency_key: str | None = None) -> Any:
+        """What ``ctx.run(path, args)`` calls: a registered function, else ``module:attr`` by import."""
+        fn = self.functions.get(path)
+        if fn is None:
+            try:
+                fn = import_path(path)
+            except ConfigurationError:
+                raise ConfigurationError(
+                    f"no function registered for {path!r}; pass Lunora(functions={{{path!r}: callable}})."
+                ) from None
+        return fn(args)
+
+    def execute_step(self, run_id: str, step: str) -> StepOutcome:
+        """Run (or replay) one step — what the worker's turn/tool tasks call."""
+        return self.engine.execute(run_id, step)
+
+    def sweep(self, *, batch: int = 200, grace_ms: int = 30_000) -> SweepReport:
+        """Re-dispatch stalled runs — what the beat-driven sweep task calls."""
+        return sweep(self.deps, batch=batch, grace_ms=grace_ms)
+
+
+    def close(self) -> None:
+        """Release pooled database connections (the app is unusable afterwards)."""
+        close = getattr(self.store, "close", None)
+        if callable(close):
+            close()
+
+
+def _load_dispatcher(broker_url: str) -> Dispatcher:
+    cls = import_path(os.environ.get("LUNORA_DISPATCHER") or DEFAULT_DISPATCHER)
+    dispatcher: Dispatcher = cls(broker_url=broker_url)
+    return dispatcher
+
+
+def load_app(path: str | None = None) -> Lunora:
+    """The app named by ``path`` or env ``LUNORA_APP`` (``"myproject.agents:app"``, like Celery's ``-A``)."""
+    target = path or os.environ.get("LUNORA_APP")
+    if not target:
+        raise ConfigurationError(
+            "LUNORA_APP is not set; point it at your app object, e.g. LUNORA_APP=myproject.agents:app."
+        )
+    app = import_path(target)
+    if callable(app) and not isinstance(app, Lunora):
+        app = app()  # a factory
+    if not isinstance(app, Lunora):
+        raise ConfigurationError(f"{target!r} is a {type(app).__name__}, not a Lunora app.")
+    return app

@@ -1,0 +1,52 @@
+"""``app.approvals``: list and resolve the tool calls a run is waiting on (owner-gated like threads)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lunora_jobs.engine.approvals import PendingApproval, pending_approvals, resolve_approval
+from lunora_jobs.errors import NotFoundError
+from lunora_jobs.store.records import RunRecord
+
+if TYPE_CHECKING:
+    from lunora_jobs.runtime.app import Lunora
+
+
+class ApprovalsAPI:
+    """Example::
+
+        app.approvals.pending("t1", viewer="user-7")     # [PendingApproval(tool_call_id="call_1", ...)]
+        app.approvals.resolve("t1", "call_1", approve=True, viewer="user-7")
+    """
+
+    def __init__(self, app: Lunora) -> None:
+        self._app = app
+
+    def pending(
+        self, thread_key: str, viewer: str | None = None, *, trusted: bool = False
+    ) -> list[PendingApproval]:
+        """The calls the thread's active run waits on (empty when nothing waits)."""
+        run = self._active_run(thread_key, viewer, trusted)
+        return [] if run is None else pending_approvals(self._app.deps, run)
+
+    def resolve(
+        self, thread_key: str, tool_call_id: str, *, approve: bool, viewer: str | None = None,
+        reason: str | None = None, trusted: bool = False,
+    ) -> str:
+        """Approve (the tool runs as normal) or reject (the model is told, and recovers).
+
+        Returns ``"applied"``, or ``"unchanged"`` when the same decision was already recorded;
+        raises ``ConflictError`` for a contradicting decision and ``NotFoundError`` when there is no
+        such pending call (or the viewer may not see the thread).
+        """
+        run = self._active_run(thread_key, viewer, trusted)
+        if run is None:
+            raise NotFoundError(f"no pending approval {tool_call_id!r} on thread {thread_key!r}")
+        return resolve_approval(self._app.deps, run, tool_call_id, approve=approve, reason=reason,
+                                decided_by=viewer)
+
+    def _active_run(self, thread_key: str, viewer: str | None, trusted: bool) -> RunRecord | None:
+        thread = self._app.threads.get(thread_key, viewer, trusted=trusted)
+        if thread.active_run_id is None:
+            return None
+        return self._app.store.get_run(thread.active_run_id)

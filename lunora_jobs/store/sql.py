@@ -1,0 +1,87 @@
+"""``SqlStore``: the durable agent store over PostgreSQL (psycopg 3), MySQL/MariaDB and SQLite.
+
+Example::
+
+    from lunora_jobs.store import create_store
+    store = create_store("postgresql://postgres@127.0.0.1:5432/app")   # driver picked for you
+    thread = store.ensure_thread("t1", owner="user-7")
+
+Tables are created on first use (``auto_create_tables=True``, the default); pass ``False`` when only
+migrations (``lunora db upgrade``) may touch the schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from lunora_jobs.config import normalize_database_url
+from lunora_jobs.store.codec import Clock
+from lunora_jobs.store.proposals_sql import SqlProposalStore
+from lunora_jobs.store.sql_extras import SqlExtrasMixin
+from lunora_jobs.store.sql_runs import SqlRunsMixin
+from lunora_jobs.store.sql_steps import SqlStepsMixin
+from lunora_jobs.store.sql_threads import SqlThreadsMixin
+from lunora_jobs.store.sql_usage import SqlUsageMixin
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Per connection: SQLite forgets foreign_keys (and the busy timeout) on every new connection.
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.close()
+
+
+def create_engine(url: str, **options: Any) -> Engine:
+    """An engine for ``url`` with the settings the store relies on.
+
+    Postgres/MySQL URLs are normalized to the shipped drivers; connections are pre-pinged; MySQL
+    runs READ COMMITTED (fewer gap locks, fresh reads after a row lock); SQLite gets WAL,
+    a busy timeout and ``PRAGMA foreign_keys = ON`` on every connection.
+    """
+    url = normalize_database_url(url)
+    options.setdefault("pool_pre_ping", True)
+    if url.startswith("mysql"):
+        options.setdefault("isolation_level", "READ COMMITTED")
+    if url.startswith("sqlite"):
+        options.setdefault("connect_args", {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        if url in ("sqlite://", "sqlite:///:memory:"):
+            # One shared connection: every new connection to :memory: would be a new, empty database.
+            options.setdefault("poolclass", sa.pool.StaticPool)
+            options["connect_args"] = {**options["connect_args"], "check_same_thread": False}
+    engine = sa.create_engine(url, **options)
+    if engine.dialect.name == "sqlite":
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+class SqlStore(
+    SqlThreadsMixin, SqlStepsMixin, SqlRunsMixin, SqlUsageMixin, SqlExtrasMixin, SqlProposalStore
+):
+    """The ``AgentStore`` over SQL. Thread-safe; share one per process.
+
+    ``clock`` returns epoch-ms (tests inject one); ``auto_create_tables`` provisions on first use.
+    """
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, clock: Clock | None = None, auto_create_tables: bool = True, **engine_options: Any
+    ) -> SqlStore:
+        """Build a store and its engine from a database URL."""
+        return cls(create_engine(url, **engine_options), clock=clock, auto_create_tables=auto_create_tables)
+
+    def close(self) -> None:
+        """Close the engine's pooled connections."""
+        self.engine.dispose()
+
+
+def create_store(url: str, *, clock: Clock | None = None, auto_create_tables: bool = True) -> SqlStore:
+    """``SqlStore.from_url``: a store for ``url`` (``postgres://``, ``mysql://``, ``sqlite:///...``)."""
+    return SqlStore.from_url(url, clock=clock, auto_create_tables=auto_create_tables)

@@ -1,0 +1,90 @@
+"""Runs over SQL: create (idempotent on id), read, patch (sets and ``add_*`` increments), list."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from lunora_jobs.errors import NotFoundError
+from lunora_jobs.store.codec import RUN_ADD, RUN_JSON, RUN_SET, check_identity, dump, split_patch
+from lunora_jobs.store.records import NewRun, RunRecord
+from lunora_jobs.store.schema import runs
+from lunora_jobs.store.sql_base import SqlBase
+from lunora_jobs.store.sql_rows import run_record
+
+
+def run_values(patch: Mapping[str, Any], now: int) -> dict[str, Any]:
+    """The UPDATE values of a run patch (see ``codec`` for the keys)."""
+    sets, adds = split_patch(patch, RUN_SET, RUN_ADD, "run")
+    values: dict[str, Any] = {k: dump(v) if k in RUN_JSON else v for k, v in sets.items()}
+    for column, amount in adds.items():
+        values[column] = runs.c[column] + amount
+    values["updated_at"] = now
+    return values
+
+
+class SqlRunsMixin(SqlBase):
+    """Run operations of ``SqlStore``."""
+
+    def create_run(self, run: NewRun) -> RunRecord:
+        """Insert a run; idempotent on ``run.id`` (returns the existing one)."""
+        check_identity("run id", run.id)
+        check_identity("owner", run.owner)
+        check_identity("agent", run.agent)
+        now = self.clock()
+        row = {
+            "id": run.id,
+            "thread_id": run.thread_id,
+            "agent": run.agent,
+            "owner": run.owner,
+            "status": run.status,
+            "input": dump(run.input),
+            "result": None,
+            "error": None,
+            "stopped": None,
+            "turns": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        try:
+            self._write(lambda conn: conn.execute(self._insert_ignore(runs, [row], ["id"])))
+        except IntegrityError as exc:
+            raise NotFoundError(f"no thread {run.thread_id!r} for run {run.id!r}") from exc
+        found = self.get_run(run.id)
+        assert found is not None
+        return found
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or None."""
+        with self._read() as conn:
+            row = conn.execute(sa.select(runs).where(runs.c.id == run_id)).first()
+        return None if row is None else run_record(row)
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        """Update any of: status, result, error, stopped, turns, input_tokens, output_tokens.
+
+        ``add_turns`` / ``add_input_tokens`` / ``add_output_tokens`` increment in the database.
+        """
+        stmt = sa.update(runs).where(runs.c.id == run_id).values(run_values(fields, self.clock()))
+
+        def work(conn: Connection) -> None:
+            if conn.execute(stmt).rowcount == 0:
+                raise NotFoundError(f"no run {run_id!r}")
+
+        self._write(work)
+
+    def list_runs(self, *, thread_id: str | None = None, status: str | None = None) -> list[RunRecord]:
+        """Runs filtered by thread and/or status, oldest first."""
+        query = sa.select(runs).order_by(runs.c.created_at, runs.c.id)
+        if thread_id is not None:
+            query = query.where(runs.c.thread_id == thread_id)
+        if status is not None:
+            query = query.where(runs.c.status == status)
+        with self._read() as conn:
+            return [run_record(row) for row in conn.execute(query)]

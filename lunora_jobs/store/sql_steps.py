@@ -1,0 +1,220 @@
+"""The step ledger over SQL: claim with a fenced lease, complete in one transaction, fail, read.
+
+A claim is one statement where the dialect allows: Postgres and SQLite run
+``INSERT ... ON CONFLICT (run_id, name) DO UPDATE ... WHERE <running, lease expired, attempts left>
+RETURNING``; only when nothing comes back does a SELECT explain why (completed, busy, ...).
+MySQL/MariaDB has no conditional upsert with RETURNING, so it inserts, and on a duplicate runs the
+conditional UPDATE, then reads.
+
+A completion is one transaction: the fenced UPDATE of the step (``generation`` and ``running``),
+then the thread row (seqs, ``updated_at``, patch, ``add_*`` totals), one multi-row INSERT of the
+messages, the usage row and the run patch — one commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from lunora_jobs.errors import NotFoundError
+from lunora_jobs.store.codec import THREAD_ADD, THREAD_JSON, THREAD_SET, check_identity, dump, split_patch
+from lunora_jobs.store.records import StepClaim, StepCompletion, StepRecord, UsageEntry
+from lunora_jobs.store.schema import runs, steps, threads, token_usage
+from lunora_jobs.store.sql_messages import SqlMessagesMixin, unique_by_key
+from lunora_jobs.store.sql_rows import step_record
+from lunora_jobs.store.sql_runs import run_values
+
+
+def explain(step: StepRecord, now: int, max_attempts: int) -> str | None:
+    """Why a step could not be claimed, or None when it is claimable after all (a lost race)."""
+    if step.status == "completed":
+        return "completed"
+    if step.status == "failed":
+        return "failed"
+    if step.lease_expires_at > now:
+        return "busy"
+    if step.attempt >= max_attempts:
+        return "exhausted"
+    return None
+
+
+def usage_row(entry: UsageEntry, now: int, thread_id: str | None = None) -> dict[str, Any]:
+    """A token-usage ledger row (``thread_id`` fills in a missing one)."""
+    check_identity("actor", entry.actor)
+    check_identity("model", entry.model)
+    return {
+        "actor": entry.actor,
+        "model": entry.model,
+        "thread_id": entry.thread_id or thread_id,
+        "run_id": entry.run_id,
+        "step": entry.step,
+        "input_tokens": entry.input_tokens,
+        "output_tokens": entry.output_tokens,
+        "cache_read_tokens": entry.cache_read_tokens,
+        "cache_write_tokens": entry.cache_write_tokens,
+        "cost_usd": entry.cost_usd,
+        "created_at": entry.created_at if entry.created_at is not None else now,
+    }
+
+
+class SqlStepsMixin(SqlMessagesMixin):
+    """Step-ledger operations of ``SqlStore``."""
+
+    def _step(self, conn: Connection, run_id: str, name: str) -> StepRecord | None:
+        row = conn.execute(sa.select(steps).where(steps.c.run_id == run_id, steps.c.name == name)).first()
+        return None if row is None else step_record(row)
+
+    def claim_step(
+        self, run_id: str, name: str, *, owner: str, lease_ms: int, max_attempts: int = 5
+    ) -> StepClaim:
+        """Claim a step: insert it, or take over an expired lease (``attempt += 1``, new generation)."""
+        check_identity("step name", name)
+        check_identity("lease owner", owner)
+        for _ in range(5):
+            now = self.clock()
+            fresh: dict[str, Any] = {
+                "run_id": run_id,
+                "name": name,
+                "status": "running",
+                "result": None,
+                "error": None,
+                "attempt": 1,
+                "generation": 1,
+                "lease_owner": owner,
+                "lease_expires_at": now + lease_ms,
+                "created_at": now,
+                "updated_at": now,
+            }
+            takeover = sa.and_(
+                steps.c.status == "running", steps.c.lease_expires_at <= now, steps.c.attempt < max_attempts
+            )
+            bump: dict[str, Any] = {
+                "attempt": steps.c.attempt + 1,
+                "generation": steps.c.generation + 1,
+                "lease_owner": owner,
+                "lease_expires_at": now + lease_ms,
+                "updated_at": now,
+            }
+            try:
+                claimed, current = self._write(
+                    lambda conn: self._claim(conn, fresh, takeover, bump),  # noqa: B023
+                    autocommit=self.dialect != "mysql",  # there, one upsert statement does it all
+                )
+            except IntegrityError as exc:
+                raise NotFoundError(f"no run {run_id!r}; create the run before claiming its steps") from exc
+            if claimed:
+                return StepClaim("claimed", current)
+            outcome = explain(current, now, max_attempts)
+            if outcome is not None:
+                return StepClaim(outcome, current)
+        return StepClaim("busy", current)
+
+    def _claim(
+        self,
+        conn: Connection,
+        fresh: dict[str, object],
+        takeover: sa.ColumnElement[bool],
+        bump: dict[str, object],
+    ) -> tuple[bool, StepRecord]:
+        run_id, name = str(fresh["run_id"]), str(fresh["name"])
+        if self.dialect != "mysql":
+            ins = self._insert(steps).values(fresh)
+            stmt = ins.on_conflict_do_update(index_elements=["run_id", "name"], set_=bump, where=takeover)
+            row = conn.execute(stmt.returning(*steps.c)).first()
+            if row is not None:
+                return True, step_record(row)
+        else:
+            # No savepoint needed: MySQL rolls back only the failed statement, not the transaction.
+            try:
+                conn.execute(sa.insert(steps).values(fresh))
+                return True, step_record_from(fresh)
+            except IntegrityError as exc:
+                if conn.execute(sa.select(runs.c.id).where(runs.c.id == run_id)).first() is None:
+                    raise NotFoundError(
+                        f"no run {run_id!r}; create the run before claiming its steps"
+                    ) from exc
+            where = sa.and_(steps.c.run_id == run_id, steps.c.name == name, takeover)
+            if conn.execute(sa.update(steps).where(where).values(bump)).rowcount == 1:
+                current = self._step(conn, run_id, name)
+                assert current is not None
+                return True, current
+        current = self._step(conn, run_id, name)
+        if current is None:  # pragma: no cover - deleted between the two statements
+            raise NotFoundError(f"no run {run_id!r}; create the run before claiming its steps")
+        return False, current
+
+    def complete_step(self, run_id: str, name: str, generation: int, completion: StepCompletion) -> bool:
+        """Record the result with its messages/usage/patches in one transaction.
+
+        Returns False (and writes nothing) when ``generation`` is no longer current.
+        """
+        batch = unique_by_key(completion.messages)
+        t_sets, t_adds = split_patch(completion.thread_patch or {}, THREAD_SET, THREAD_ADD, "thread")
+        t_sets = {k: dump(v) if k in THREAD_JSON else v for k, v in t_sets.items()}
+        now = self.clock()
+        run_patch = run_values(completion.run_patch, now) if completion.run_patch else None
+        fenced = sa.and_(
+            steps.c.run_id == run_id,
+            steps.c.name == name,
+            steps.c.generation == generation,
+            steps.c.status == "running",
+        )
+        done = (
+            sa.update(steps)
+            .where(fenced)
+            .values(status="completed", result=dump(completion.result), error=None, updated_at=now)
+        )
+        thread_of_run = sa.select(runs.c.thread_id).where(runs.c.id == run_id).scalar_subquery()
+        run_thread = threads.c.id == thread_of_run
+
+        usage = None if completion.usage is None else usage_row(completion.usage, now)
+
+        def work(conn: Connection) -> bool:
+            if conn.execute(done).rowcount != 1:
+                return False
+            if batch or t_sets or t_adds:
+                self._append_in(conn, run_thread, batch, now, t_sets, t_adds)
+            if usage is not None:
+                row = {**usage, "thread_id": usage["thread_id"] or thread_of_run}
+                conn.execute(sa.insert(token_usage).values(row))
+            if run_patch:
+                conn.execute(sa.update(runs).where(runs.c.id == run_id).values(run_patch))
+            return True
+
+        return self._write(work)
+
+    def fail_step(
+        self, run_id: str, name: str, generation: int, error: str, *, terminal: bool = False
+    ) -> bool:
+        """Record an error. Not terminal: release the lease so a retry can claim. Fenced like complete."""
+        fenced = sa.and_(
+            steps.c.run_id == run_id,
+            steps.c.name == name,
+            steps.c.generation == generation,
+            steps.c.status == "running",
+        )
+        values = {"error": error, "updated_at": self.clock(), "lease_expires_at": 0}
+        if terminal:
+            values["status"] = "failed"
+        stmt = sa.update(steps).where(fenced).values(values)
+        return bool(self._write(lambda conn: conn.execute(stmt).rowcount == 1))
+
+    def get_step(self, run_id: str, name: str) -> StepRecord | None:
+        """The ledger row, or None."""
+        with self._read() as conn:
+            return self._step(conn, run_id, name)
+
+    def list_steps(self, run_id: str) -> list[StepRecord]:
+        """Every ledger row of the run, in creation order."""
+        query = sa.select(steps).where(steps.c.run_id == run_id).order_by(steps.c.created_at, steps.c.name)
+        with self._read() as conn:
+            return [step_record(row) for row in conn.execute(query)]
+
+
+def step_record_from(values: dict[str, Any]) -> StepRecord:
+    """A record from the values just inserted (saves a read)."""
+    return StepRecord(**{f.name: values[f.name] for f in fields(StepRecord)})

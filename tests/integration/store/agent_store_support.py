@@ -1,0 +1,58 @@
+"""Helpers for the store contract suite: a fake clock and the bodies of spawned worker processes.
+
+Worker functions live in this module (not a test module) so ``multiprocessing``'s spawn start
+method can import them in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+START = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a UTC midnight
+
+
+class FakeClock:
+    """Epoch-ms that only moves when a test says so."""
+
+    def __init__(self, now: int = START + 12 * 3_600_000) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        """Move time forward by ``ms``."""
+        self.now += ms
+
+
+def append_worker(url: str, thread_id: str, worker: int, rounds: int, barrier: Any) -> None:
+    """Append a mix of shared keys (every worker writes them) and private keys, one per call."""
+    from lunora_jobs.store import NewMessage, SqlStore
+
+    store = SqlStore.from_url(url, auto_create_tables=False)
+    barrier.wait(timeout=60)
+    for i in range(rounds):
+        store.append_message(thread_id, NewMessage(key=f"shared:user:{i}", role="user", content=f"w{worker}"))
+        store.append_messages(thread_id, [NewMessage(key=f"w{worker}:user:{i}", role="user", content="mine")])
+    store.close()
+
+
+def ensure_worker(url: str, barrier: Any, results: Any) -> None:
+    """Provision the schema at the same moment as the other workers; report statements issued."""
+    from lunora_jobs.store import create_engine, ensure_tables
+
+    engine = create_engine(url)
+    barrier.wait(timeout=60)
+    results.put(ensure_tables(engine))
+    engine.dispose()
+
+
+def claim_worker(url: str, run_id: str, worker: int, barrier: Any, results: Any) -> None:
+    """Race for one step; report the outcome."""
+    from lunora_jobs.store import SqlStore
+
+    store = SqlStore.from_url(url, auto_create_tables=False)
+    barrier.wait(timeout=60)
+    claim = store.claim_step(run_id, "llm:turn:0", owner=f"w{worker}", lease_ms=60_000)
+    results.put((claim.outcome, claim.step.lease_owner, claim.step.generation))
+    store.close()
