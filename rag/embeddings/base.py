@@ -13,6 +13,11 @@ class Embedder(Protocol):
 
     model: str
 
+    # Optional attributes rag.embedding reads with getattr when present:
+    #   dimensions: int | None        -- known output width (None until the first call)
+    #   last_usage: lunora_jobs.models.base.Usage | None -- tokens (and provider cost) of the last call,
+    #                                    used for the embeddings span's cost attribute
+
     def embed_many(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed a batch; the result lines up with ``texts``."""
         ...

@@ -68,3 +68,38 @@ class VectorStore(Protocol):
     def delete_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> None:
         """Delete records by id; missing ids are ignored."""
         ...
+
+
+@runtime_checkable
+class HybridVectorStore(VectorStore, Protocol):
+    """Optional: a store that runs dense + lexical (sparse) retrieval and fuses them itself.
+
+    ``define_rag`` uses it when no ``lexical_store`` is given and the store has this method (for
+    Qdrant: sparse vectors + the Query API's RRF, computed next to the data in one round trip). The
+    store derives its sparse vectors from ``VectorRecord.text`` at upsert; ``rrf_k`` is the RRF
+    constant the caller wants (60 by default in ``define_rag`` -- pass it through rather than relying on
+    a client default: qdrant-client's is 2). ``candidates`` is each leg's pool size before fusion.
+    The result is the fused top ``top_k``, best first; ``VectorHit.score`` is the fused score.
+    """
+
+    def hybrid_query(
+        self,
+        vector: Sequence[float],
+        text: str,
+        *,
+        top_k: int,
+        candidates: int,
+        namespace: str | None = None,
+        filter: dict[str, Any] | None = None,
+        rrf_k: int = 60,
+    ) -> list[VectorHit]:
+        """Fused dense + lexical hits in ``namespace`` matching ``filter``, best first."""
+        ...
+
+
+# Notes for store authors (read by rag.define):
+# - namespace ``None`` is the default namespace; it must never see records of a named namespace.
+# - ``filter`` is the language of ``rag.filters.matches_metadata_filter``; translate it to a native
+#   filter where you can, otherwise evaluate that function per record -- it fails closed.
+# - rag.define stores its bookkeeping in metadata under keys starting with ``_rag_`` (source id,
+#   chunk index, content hash, chunk count, model version); store them like any other key.

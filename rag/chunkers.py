@@ -1,0 +1,216 @@
+"""Chunkers: text in, a list of chunk texts out. None ever emits a chunk longer than its size.
+
+- ``fixed_chunker(size=1000, overlap=200)`` -- a character window (the default of ``define_rag``).
+- ``sentence_chunker(size, overlap)`` -- packs whole sentences; the default choice for prose.
+- ``markdown_chunker(size, overlap)`` -- splits at ATX headings (``#`` inside code fences is not a
+  heading), packs each section, and prefixes every chunk with its heading trail ``# A > ## B``.
+- ``token_chunker(count_tokens=..., max_tokens=..., overlap_tokens=...)`` -- bounds chunks by a real
+  token count from an injected counter (no tokenizer is bundled, and chars/4 is not a token count).
+
+An atom (sentence, block) too large for a chunk falls back to a hard split, so a store never receives
+a chunk it would reject. Example::
+
+    chunk = markdown_chunker(size=800, overlap=100)
+    chunk("# Guide\\n\\n## Auth\\n\\nUse OAuth.")   # ["# Guide > ## Auth\\n\\nUse OAuth."]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from lunora_jobs.errors import ConfigurationError
+
+Chunker = Callable[[str], list[str]]
+Measure = Callable[[str], int]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _check(size: int, overlap: int, what: str = "size") -> None:
+    if size <= 0:
+        raise ConfigurationError(f"chunk {what} must be positive, got {size}")
+    if overlap < 0 or overlap >= size:
+        raise ConfigurationError(f"chunk overlap must be in [0, {what}), got overlap={overlap} {what}={size}")
+
+
+def fixed_chunker(size: int = 1000, overlap: int = 200) -> Chunker:
+    """A sliding character window of ``size`` advancing by ``size - overlap``."""
+    _check(size, overlap)
+
+    def chunk(text: str) -> list[str]:
+        text = text.strip()
+        if not text:
+            return []
+        step = size - overlap
+        out = []
+        for start in range(0, len(text), step):
+            out.append(text[start : start + size])
+            if start + size >= len(text):
+                break
+        return out
+
+    return chunk
+
+
+def sentence_chunker(size: int = 1000, overlap: int = 200) -> Chunker:
+    """Whole sentences packed into windows of at most ``size`` characters, ``overlap`` carried over."""
+    _check(size, overlap)
+    return lambda text: pack(split_sentences(text), size, overlap, " ", len, _hard_split_chars)
+
+
+def markdown_chunker(size: int = 1000, overlap: int = 200) -> Chunker:
+    """Sections at ATX headings (fence-aware), each chunk prefixed with its heading trail."""
+    _check(size, overlap)
+
+    def chunk(text: str) -> list[str]:
+        out: list[str] = []
+        for trail, blocks in _markdown_sections(text):
+            prefix = " > ".join(trail)
+            if prefix and len(prefix) + 2 > size // 2:
+                prefix = prefix[: size // 2 - 3] + "…"  # a trail must not eat the chunk
+            budget = size - (len(prefix) + 2 if prefix else 0)
+            atoms: list[str] = []
+            for block in blocks:
+                atoms.extend([block] if len(block) <= budget else split_sentences(block))
+            for body in pack(atoms, budget, min(overlap, budget // 2), "\n\n", len, _hard_split_chars):
+                out.append(f"{prefix}\n\n{body}" if prefix else body)
+        return out
+
+    return chunk
+
+
+def token_chunker(*, count_tokens: Measure, max_tokens: int = 512, overlap_tokens: int = 64) -> Chunker:
+    """Sentences packed so each chunk has at most ``max_tokens`` by ``count_tokens``.
+
+    ``count_tokens`` is required: pass tiktoken's ``lambda s: len(enc.encode(s))`` or your model's counter.
+    """
+    if not callable(count_tokens):
+        raise ConfigurationError(
+            "token_chunker needs count_tokens=callable(text) -> int (e.g. from tiktoken)"
+        )
+    _check(max_tokens, overlap_tokens, "max_tokens")
+
+    def hard(atom: str, limit: int) -> list[str]:
+        return _hard_split_tokens(atom, limit, count_tokens)
+
+    return lambda text: pack(split_sentences(text), max_tokens, overlap_tokens, " ", count_tokens, hard)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (paragraph breaks always end one), stripped, empties dropped."""
+    out: list[str] = []
+    for paragraph in _PARAGRAPH.split(text):
+        out.extend(s.strip() for s in _SENTENCE_END.split(paragraph.strip()) if s.strip())
+    return out
+
+
+def pack(
+    atoms: Sequence[str],
+    limit: int,
+    overlap: int,
+    sep: str,
+    measure: Measure,
+    hard_split: Callable[[str, int], list[str]],
+) -> list[str]:
+    """Greedily join ``atoms`` with ``sep`` into pieces of ``measure <= limit``; carry up to ``overlap``
+    of trailing atoms into the next piece; hard-split any atom that alone exceeds ``limit``."""
+    chunks: list[str] = []
+    current: list[str] = []
+    for atom in atoms:
+        for piece in hard_split(atom, limit) if measure(atom) > limit else [atom]:
+            if not current or measure(sep.join([*current, piece])) <= limit:
+                current.append(piece)
+                continue
+            chunks.append(sep.join(current))
+            tail: list[str] = []
+            for previous in reversed(current):
+                if overlap <= 0 or measure(sep.join([previous, *tail])) > overlap:
+                    break
+                tail.insert(0, previous)
+            while tail and measure(sep.join([*tail, piece])) > limit:
+                tail.pop(0)
+            current = [*tail, piece]
+    if current:
+        chunks.append(sep.join(current))
+    return chunks
+
+
+def _hard_split_chars(atom: str, limit: int) -> list[str]:
+    # Prefer a whitespace break in the second half of the window so words survive when they can.
+    out = []
+    rest = atom
+    while len(rest) > limit:
+        cut = rest.rfind(" ", limit // 2, limit + 1)
+        cut = cut if cut > 0 else limit
+        out.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    if rest:
+        out.append(rest)
+    return [piece for piece in out if piece]
+
+
+def _hard_split_tokens(atom: str, limit: int, count: Measure) -> list[str]:
+    words: list[str] = []
+    for word in atom.split():
+        words.extend([word] if count(word) <= limit else _split_word(word, limit, count))
+    return pack(words, limit, 0, " ", count, lambda w, n: [w])
+
+
+def _split_word(word: str, limit: int, count: Measure) -> list[str]:
+    out = []
+    while word:
+        lo, hi = 1, len(word)  # longest prefix within the limit (at least one character)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if count(word[:mid]) <= limit else (lo, mid - 1)
+        out.append(word[:lo])
+        word = word[lo:]
+    return out
+
+
+def _markdown_sections(text: str) -> list[tuple[list[str], list[str]]]:
+    """``(heading trail, blocks)`` per section; blank lines split blocks except inside fences."""
+    sections: list[tuple[list[str], list[str]]] = []
+    trail: list[tuple[int, str]] = []
+    blocks: list[str] = []
+    lines: list[str] = []
+    fence: str | None = None
+
+    def end_block() -> None:
+        block = "\n".join(lines).strip("\n")
+        if block.strip():
+            blocks.append(block)
+        lines.clear()
+
+    def end_section() -> None:
+        end_block()
+        if blocks:
+            sections.append(([f"{'#' * level} {title}" for level, title in trail], blocks.copy()))
+        blocks.clear()
+
+    for line in text.splitlines():
+        fence_match = _FENCE.match(line)
+        if fence_match:
+            marker = fence_match.group(1)
+            if fence is None:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence):
+                fence = None
+            lines.append(line)
+            continue
+        heading = _HEADING.match(line) if fence is None else None
+        if heading:
+            end_section()
+            level = len(heading.group(1))
+            trail = [(lvl, title) for lvl, title in trail if lvl < level]
+            trail.append((level, heading.group(2).strip()))
+        elif fence is None and not line.strip():
+            end_block()
+        else:
+            lines.append(line)
+    end_section()
+    return sections

@@ -1,0 +1,116 @@
+"""``MemoryStore``: exact cosine search over numpy arrays, in process. For tests and small indexes.
+
+Vectors are normalised once at upsert, so a query is one matrix-vector product. Filters are evaluated
+with ``rag.filters.matches_metadata_filter`` (fail closed). Example::
+
+    store = MemoryStore()
+    store.upsert([VectorRecord("a#0", [1.0, 0.0], "hello", {"org": "x"})], namespace="t1")
+    store.query([1.0, 0.1], top_k=3, namespace="t1", filter={"org": "x"})
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rag.filters import matches_metadata_filter
+from rag.stores.base import StoreCapabilities, VectorHit, VectorRecord
+
+
+def unit(vector: Sequence[float]) -> np.ndarray:
+    """``vector`` as float32 scaled to length 1 (a zero vector stays zero)."""
+    array = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm > 0 else array
+
+
+@dataclass
+class _Space:
+    rows: dict[str, tuple[np.ndarray, str, dict[str, Any]]] = field(default_factory=dict)
+    matrix: np.ndarray | None = None
+    ids: list[str] = field(default_factory=list)
+
+
+class MemoryStore:
+    """An exact in-memory vector store; declares no limits unless given ``capabilities``."""
+
+    def __init__(self, capabilities: StoreCapabilities | None = None) -> None:
+        self.capabilities = capabilities or StoreCapabilities()
+        self._spaces: dict[str | None, _Space] = {}
+        self._lock = threading.Lock()
+
+    def upsert(self, records: Sequence[VectorRecord], *, namespace: str | None = None) -> None:
+        """Insert or replace records by id."""
+        with self._lock:
+            space = self._spaces.setdefault(namespace, _Space())
+            for record in records:
+                vector = unit(record.vector)
+                if space.rows:
+                    width = next(iter(space.rows.values()))[0].shape[0]
+                    if vector.shape[0] != width:
+                        raise ValueError(
+                            f"vector of {vector.shape[0]} dimensions in a namespace of {width}; "
+                            "use a new namespace (or embedding_model_version) for a different model"
+                        )
+                space.rows[record.id] = (vector, record.text, dict(record.metadata))
+            space.matrix = None
+
+    def query(
+        self,
+        vector: Sequence[float],
+        *,
+        top_k: int,
+        namespace: str | None = None,
+        filter: dict[str, Any] | None = None,
+    ) -> list[VectorHit]:
+        """The ``top_k`` most cosine-similar records admitted by ``filter``, best first."""
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is None or not space.rows or top_k <= 0:
+                return []
+            if space.matrix is None:
+                space.ids = list(space.rows)
+                space.matrix = np.stack([space.rows[i][0] for i in space.ids])
+            ids, matrix = space.ids, space.matrix
+            if filter:
+                keep = [n for n, i in enumerate(ids) if matches_metadata_filter(space.rows[i][2], filter)]
+                ids, matrix = [ids[n] for n in keep], matrix[keep]
+            if not ids:
+                return []
+            scores = matrix @ unit(vector)
+            k = min(top_k, len(ids))
+            best = np.argpartition(-scores, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
+            order = sorted(best.tolist(), key=lambda n: (-float(scores[n]), ids[n]))
+            return [self._hit(space, ids[n], float(scores[n])) for n in order]
+
+    def get_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> list[VectorHit]:
+        """Records by id (score 0), in the order given, skipping missing ones."""
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is None:
+                return []
+            return [self._hit(space, i, 0.0) for i in ids if i in space.rows]
+
+    def delete_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> None:
+        """Delete records by id; missing ids are ignored."""
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is not None:
+                for i in ids:
+                    space.rows.pop(i, None)
+                space.matrix = None
+
+    def count(self, *, namespace: str | None = None) -> int:
+        """How many records ``namespace`` holds."""
+        with self._lock:
+            space = self._spaces.get(namespace)
+            return len(space.rows) if space else 0
+
+    @staticmethod
+    def _hit(space: _Space, record_id: str, score: float) -> VectorHit:
+        _, text, metadata = space.rows[record_id]
+        return VectorHit(record_id, score, text, dict(metadata))

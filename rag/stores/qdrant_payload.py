@@ -1,0 +1,88 @@
+"""What both Qdrant stores write and read: point ids, payload layout, sparse BM25, hit re-check.
+
+Payload of a point: ``ns`` (namespace, tenant-indexed), ``chunk_id``, ``text``, ``metadata`` (the
+record's metadata; filters address it as ``metadata.<path>``) and ``has_meta`` (0/1, so a filter
+can exclude records indexed without metadata). Sparse vectors come from Qdrant's own BM25
+(``qdrant_edge.Bm25``: tokenizer, stemmer, term weights; IDF is applied by the engine), so the
+server, local mode and the embedded shard score the lexical leg the same way.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import qdrant_edge as qe
+
+from rag.filters import matches_metadata_filter
+from rag.stores.base import VectorHit, VectorRecord
+
+DEFAULT_NAMESPACE = "__default__"
+NS_FIELD = "ns"
+ID_FIELD = "chunk_id"
+HAS_META = "has_meta"
+DENSE = "dense"
+SPARSE = "bm25"
+_POINT_NS = uuid.UUID("6f1c1f0e-3c55-4a38-9d0a-1a0b5d3e7c21")
+BM25 = qe.Bm25()
+
+
+def namespace_key(namespace: str | None) -> str:
+    """The payload value of a namespace (``None`` is the default namespace)."""
+    return DEFAULT_NAMESPACE if namespace is None else namespace
+
+
+def point_id(namespace: str | None, chunk_id: str) -> str:
+    """Deterministic point id: uuid5 of namespace + chunk id."""
+    return str(uuid.uuid5(_POINT_NS, f"{namespace_key(namespace)}\x00{chunk_id}"))
+
+
+def index_schemas(fields: Mapping[str, str] | Sequence[str] | None) -> dict[str, str]:
+    """Normalize ``indexed_fields``: a list means keyword indexes; values are keyword/integer/float/bool."""
+    if fields is None:
+        return {}
+    if isinstance(fields, Mapping):
+        return dict(fields)
+    return {name: "keyword" for name in fields}
+
+
+def payload_of(namespace: str | None, record: VectorRecord) -> dict[str, Any]:
+    """The stored payload of one record."""
+    return {
+        NS_FIELD: namespace_key(namespace),
+        ID_FIELD: record.id,
+        "text": record.text,
+        "metadata": dict(record.metadata),
+        HAS_META: 1 if record.metadata else 0,  # an int: qdrant-edge-py matches bools as ints
+    }
+
+
+def sparse_document(text: str) -> tuple[list[int], list[float]]:
+    """BM25 term weights of a stored text as (indices, values)."""
+    vec = BM25.embed_document(text)
+    return list(vec.indices), list(vec.values)
+
+
+def sparse_query(text: str) -> tuple[list[int], list[float]]:
+    """BM25 query terms (weight 1 each) as (indices, values)."""
+    vec = BM25.embed_query(text)
+    return list(vec.indices), list(vec.values)
+
+
+def recheck(hits: list[VectorHit], flt: dict[str, Any] | None) -> list[VectorHit]:
+    """Drop hits the Python filter rejects: Qdrant matches an array field if any element does."""
+    if not flt:
+        return hits
+    return [h for h in hits if matches_metadata_filter(h.metadata, flt)]
+
+
+def hit_of(payload: Mapping[str, Any] | None, score: float) -> VectorHit:
+    """A ``VectorHit`` from a stored payload."""
+    payload = payload or {}
+    return VectorHit(
+        id=str(payload.get(ID_FIELD, "")),
+        score=float(score),
+        text=str(payload.get("text", "")),
+        metadata=dict(payload.get("metadata") or {}),
+    )
