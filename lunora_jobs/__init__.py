@@ -29,8 +29,11 @@ from lunora_jobs.errors import (
     ConflictError,
     LunoraError,
     NotFoundError,
+    OutputParseError,
+    ScriptExhaustedError,
     StepExhaustedError,
     ToolInputError,
+    UnknownModelProviderError,
 )
 from lunora_jobs.loop import (
     CompactionOptions,
@@ -57,6 +60,7 @@ from lunora_jobs.models import (
     tool_calls_turn,
 )
 from lunora_jobs.runtime import AgentClient, Lunora, RunResult, load_app
+from lunora_jobs.skills import SkillDefinition, define_skill
 from lunora_jobs.tools import ToolContext, ToolDefinition, define_tool, function_tool, tool
 
 __all__ = [
@@ -74,6 +78,7 @@ __all__ = [
     "ModelTurn",
     "NotFoundError",
     "OfflineModel",
+    "OutputParseError",
     "OutputSpec",
     "PrepareStepArgs",
     "PrepareStepResult",
@@ -81,8 +86,10 @@ __all__ = [
     "RepairArgs",
     "RunHandle",
     "RunResult",
+    "ScriptExhaustedError",
     "ScriptedModel",
     "Settings",
+    "SkillDefinition",
     "StepExhaustedError",
     "StepFinish",
     "StepTask",
@@ -91,8 +98,10 @@ __all__ = [
     "ToolContext",
     "ToolDefinition",
     "ToolInputError",
+    "UnknownModelProviderError",
     "Usage",
     "define_agent",
+    "define_skill",
     "define_tool",
     "final_turn",
     "function_tool",

@@ -27,7 +27,9 @@ class Settings(BaseSettings):
     broker_url: str | None = Field(
         default=None, validation_alias=AliasChoices("CELERY_BROKER_URL", "broker_url")
     )
-    redis_url: str | None = Field(default=None, validation_alias=AliasChoices("LUNORA_REDIS_URL", "redis_url"))
+    redis_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_REDIS_URL", "redis_url")
+    )
     qdrant_url: str | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_QDRANT_URL", "qdrant_url")
     )
@@ -37,7 +39,9 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "openai_base_url")
     )
-    data_dir: Path = Field(default=Path(".lunora"), validation_alias=AliasChoices("LUNORA_DATA_DIR", "data_dir"))
+    data_dir: Path = Field(
+        default=Path(".lunora"), validation_alias=AliasChoices("LUNORA_DATA_DIR", "data_dir")
+    )
 
     def resolved_database_url(self) -> str:
         """The database URL, or the embedded SQLite file under ``data_dir``."""

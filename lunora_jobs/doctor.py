@@ -11,7 +11,7 @@ from rich.table import Table
 from lunora_jobs.config import Settings
 
 _FIXES = {
-    "database": "set LUNORA_DATABASE_URL=postgresql://user@host:5432/db (unset = SQLite under LUNORA_DATA_DIR)",
+    "database": "set LUNORA_DATABASE_URL=postgresql://user@host:5432/db (unset = SQLite in LUNORA_DATA_DIR)",
     "broker": "set CELERY_BROKER_URL=redis://host:6379/0 (unset = in-process dispatch, no workers needed)",
     "redis": "set LUNORA_REDIS_URL=redis://host:6379/0 (unset = a process-local run lock)",
     "qdrant": "set LUNORA_QDRANT_URL=http://host:6333 (unset = Qdrant embedded under LUNORA_DATA_DIR)",

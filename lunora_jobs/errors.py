@@ -110,3 +110,7 @@ class EmbeddingInputError(RagError, ValueError):
 class EmbeddingResponseError(RagError, RuntimeError):
     """An embedding endpoint answered with the wrong number of vectors or inconsistent dimensions."""
 
+
+
+class VectorStoreLockedError(RagError, RuntimeError):
+    """An embedded vector store's directory is open in another process (one writer per directory)."""

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
+from lunora_jobs.engine.approval_waits import hibernate
+from lunora_jobs.engine.concurrency import OPEN, run_ended
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.ledger import CallMode, completed_turns, turn_facts
 from lunora_jobs.engine.plan import Decision, StopReason, plan_turn
@@ -60,17 +62,24 @@ def advance_turn(
         notify_step_finish(agent, turn, result, steps)
     if decision.dispatch:
         deps.dispatcher.dispatch(decision.dispatch)
-    if decision.waits and run.status != "awaiting_input":
-        deps.store.update_run(run.id, status="awaiting_input")
-        deps.store.patch_thread(run.thread_id, status="awaiting_input")
+    if decision.waits:
+        hibernate(deps, run, result, decision.waits)
     if decision.finish is not None:
         finish_run(deps, run, agent, decision.finish, result)
     return decision
 
 
-def fan_in(deps: EngineDeps, run: RunRecord, agent: AgentDefinition, turn: int) -> None:
-    """After a tool step of ``turn`` completed: whoever sees every call settled moves the run on."""
-    steps = deps.store.list_steps(run.id)
+def fan_in(
+    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, turn: int,
+    steps: Sequence[StepRecord] | None = None,
+) -> None:
+    """After a tool step of ``turn`` completed: whoever sees every call settled moves the run on.
+
+    ``steps``: the run's ledger when the caller read it AFTER its completion landed (the tool step
+    reads it in the completion's round trip, ``reads.complete_and_read_ledger``); else read here.
+    """
+    if steps is None:
+        steps = deps.store.list_steps(run.id)
     memo = turn_row(steps, turn)
     if memo is not None and memo.status == "completed":
         advance_turn(deps, run, agent, turn, TurnResult.from_json(memo.result), steps, mode="fan_in")
@@ -115,11 +124,15 @@ def finish_run(
     if current.status in TERMINAL:
         return  # cancelled (or finished by a concurrent finisher) meanwhile: keep what is recorded
     usage = Usage(current.input_tokens, current.output_tokens)
-    deps.store.update_run(
-        run.id, status="completed", stopped=stopped,
+    # Compare-and-set: a run cancelled meanwhile stays cancelled, and its thread is not ours to free.
+    if not deps.store.transition_run(
+        run.id, OPEN, status="completed", stopped=stopped,
         result=run_result_json(last.turn.text, output, usage, current.turns),
-    )
-    deps.store.patch_thread(run.thread_id, status="completed", active_run_id=None)
+    ):
+        return
+    deps.store.patch_thread(run.thread_id, status="completed")
+    deps.store.release_thread(run.thread_id, run.id)
+    run_ended(deps, run, "completed")
 
 
 def fail_run(deps: EngineDeps, run: RunRecord, error: str) -> None:
@@ -128,8 +141,11 @@ def fail_run(deps: EngineDeps, run: RunRecord, error: str) -> None:
     if current is not None and current.status in TERMINAL:
         return
     log.warning("lunora: run %s failed: %s", run.id, error)
-    deps.store.update_run(run.id, status="failed", error=error)
-    deps.store.patch_thread(run.thread_id, status="failed", active_run_id=None)
+    if not deps.store.transition_run(run.id, OPEN, status="failed", error=error):
+        return
+    deps.store.patch_thread(run.thread_id, status="failed")
+    deps.store.release_thread(run.thread_id, run.id)
+    run_ended(deps, run, "failed")
 
 
 def turn_row(steps: Sequence[StepRecord], turn: int) -> StepRecord | None:

@@ -95,8 +95,8 @@ def _reject(deps: EngineDeps, run: RunRecord, call: LocatedCall, reason: str | N
 
 def _resume(deps: EngineDeps, run: RunRecord, turn: int, result: TurnResult) -> None:
     current = deps.store.get_run(run.id) or run
-    if current.status == "awaiting_input":
-        deps.store.update_run(run.id, status="running")
+    # Compare-and-set: a run cancelled meanwhile is never revived.
+    if deps.store.transition_run(run.id, ("awaiting_input",), status="running"):
         deps.store.patch_thread(run.thread_id, status="running")
     current = deps.store.get_run(run.id) or current
     agent = deps.agent(current.agent)

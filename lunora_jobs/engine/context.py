@@ -16,6 +16,7 @@ from typing import Any
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.config import Settings
 from lunora_jobs.engine.dispatch import Dispatcher
+from lunora_jobs.engine.events import EventBus, LocalEventBus
 from lunora_jobs.engine.locks import RunLock
 from lunora_jobs.errors import ConfigurationError
 from lunora_jobs.models.base import Model
@@ -49,6 +50,8 @@ class EngineDeps:
     worker_id: str = field(default_factory=default_worker_id)
     lock_wait_s: float = 5.0
     lease_margin_s: float = 30.0
+    events: EventBus = field(default_factory=LocalEventBus)
+    """Where live thread updates go (state changes, run status): see ``events.py``."""
     _models: dict[str, Model] = field(default_factory=dict, repr=False)
 
     def agent(self, name: str) -> AgentDefinition:

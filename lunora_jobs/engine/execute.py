@@ -3,26 +3,28 @@
 Executing ``(run_id, step)``:
 
 1. read the run (terminal run: answer with the memo, start nothing);
-2. under the run lock, claim the ledger row — insert it, take over an expired lease (``attempt+1``,
-   new generation), or learn it is ``completed`` (replay: re-plan from the memo, so a successor lost
-   with a crashed worker is dispatched again), ``busy``, ``exhausted`` or ``failed`` (fail the run);
-3. do the work outside the lock (model call or tool);
+2. claim the ledger row — insert it, take over an expired lease (``attempt+1``, new generation), or
+   learn it is ``completed`` (replay: re-plan from the memo, so a successor lost with a crashed
+   worker is dispatched again), ``busy``, ``exhausted`` or ``failed`` (fail the run). The claim is
+   one conditional upsert, so the database alone picks one winner among concurrent deliveries: no
+   run lock is taken (it cost two Redis round trips a step and decided nothing the claim does not);
+3. do the work (model call or tool);
 4. ``complete_step``: result + messages + usage + run/thread patches in ONE transaction, fenced by
    the claim's generation (a worker whose lease was taken over writes nothing);
 5. plan (``plan.py``) and dispatch: a turn fans its tool calls out as parallel tasks; each tool
    re-reads the ledger after completing, and whichever sees every call done dispatches the next turn.
 
-Round trips per step on the hot path (SqlStore + RedisLock + Celery); ``tests/integration/engine``
-counts and prints the SQL statements on PostgreSQL (turn: 2 reads + 1 claim + the completion, which
-is one transaction of up to 5 statements, or a single statement where the store can batch it):
+Round trips per step on the hot path (SqlStore on PostgreSQL + Celery on Redis), counted on the
+wire and pinned by ``tests/integration/engine/test_engine_roundtrips.py`` (``bench/hotpath.py``
+prints them with ms per step). Reads run in autocommit, the pool's pre-ping polls the socket, and
+the fused store calls come from ``reads.py`` (any other store gets the plain calls):
 
-- turn: run read (1), lock acquire + release (2, Redis), claim (1 statement on Postgres/SQLite:
-  ``INSERT .. ON CONFLICT DO UPDATE .. RETURNING``), thread history read (1), completion (1 commit:
-  step, thread seq/totals, messages, usage, run), one enqueue of the whole fan-out
-  (1 pipelined broker round trip). A final turn frees the thread inside the same completion (plus
-  one run read guarding against a cancel that landed during the model call).
-- tool: run read (1), read of the turn's memo (1), lock (2), claim (1), completion (1 commit),
-  fan-in read of the ledger (1), and — only from the last tool of a turn — one enqueue of the next turn.
+- turn: 3 PostgreSQL — run read; claim + thread history read (pipelined); completion (ONE statement:
+  step, thread seq/totals, messages, usage, run; a final turn frees the thread in it and the store
+  refuses it if the run was cancelled meanwhile) — and 1 Redis: one enqueue of the whole fan-out
+  (one pipelined broker round trip; none after a final turn).
+- tool: 3 PostgreSQL — run + latest turn memo (one joined read); claim; completion + fan-in read of
+  the ledger (pipelined) — and, only from the last tool of a turn, 1 Redis: the next turn's enqueue.
 
 Finishing a run after tools (``stopCondition`` / ``maxTurns``) costs one run read and two updates.
 A call gated by ``needs_approval`` adds one ledger read (is there a decision yet?) to its tool step.
@@ -36,15 +38,18 @@ from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.advance import advance_turn, fail_run, fan_in, notify_step_finish, run_result_json
+from lunora_jobs.engine.cancel import release_if_cancelled
+from lunora_jobs.engine.concurrency import run_ended
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import StepKind, StepTask
 from lunora_jobs.engine.ledger import find_call
+from lunora_jobs.engine.reads import claim_with_history, complete_and_read_ledger, read_run
 from lunora_jobs.engine.steps import StepName, approval_step, parse_step
 from lunora_jobs.engine.tool import LocatedCall, execute_tool, tool_result_completion
 from lunora_jobs.engine.turn import TurnResult, run_turn, turn_completion
 from lunora_jobs.errors import ConfigurationError
 from lunora_jobs.models.base import Usage
-from lunora_jobs.store.records import JSON, RunRecord, StepClaim, StepCompletion, StepRecord
+from lunora_jobs.store.records import JSON, MessageRecord, RunRecord, StepClaim, StepCompletion, StepRecord
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +85,7 @@ class Engine:
     def execute(self, run_id: str, step: str) -> StepOutcome:
         """Run (or replay) step ``step`` of run ``run_id``."""
         store = self.deps.store
-        run = store.get_run(run_id)
+        run, latest = read_run(store, run_id, step)  # a tool step gets its turn's memo in the same query
         if run is None:
             return StepOutcome("missing")
         name = parse_step(step)
@@ -98,22 +103,30 @@ class Engine:
             return StepOutcome("skipped")
         located: LocatedCall | None = None
         if name.kind == "tool" and name.call_id is not None:
-            located = find_call(self.deps.store, run, name.call_id)
+            located = find_call(self.deps.store, run, name.call_id, latest)
             if located is None:
                 log.warning("lunora: ignoring %s of run %s: no turn made that call", step, run_id)
                 return StepOutcome("skipped")
             if located.needs_approval and not self._decided(run.id, located):
                 return StepOutcome("waiting")  # a stray task never runs a gated tool before its decision
         lease = self.deps.lease_ms(agent)
-        with self.deps.lock.hold(run_id, ttl_ms=lease, wait_s=self.deps.lock_wait_s):
+        # No run lock around the claim: the claim is one conditional upsert, so the database already
+        # picks one winner among concurrent deliveries; a lock here cost two Redis round trips a step
+        # and saved nothing (the work itself runs outside any lock either way).
+        history: list[MessageRecord] | None = None
+        if name.kind == "turn":  # the turn's history read rides in the claim's round trip
+            claim, history = claim_with_history(
+                store, run, step, owner=self.deps.worker_id, lease_ms=lease, max_attempts=agent.max_attempts
+            )
+        else:
             claim = store.claim_step(
                 run_id, step, owner=self.deps.worker_id, lease_ms=lease, max_attempts=agent.max_attempts
             )
-        return self._on_claim(run, agent, name, step, claim, located)
+        return self._on_claim(run, agent, name, step, claim, located, history)
 
     def _on_claim(
         self, run: RunRecord, agent: AgentDefinition, name: StepName, step: str, claim: StepClaim,
-        located: LocatedCall | None,
+        located: LocatedCall | None, history: list[MessageRecord] | None = None,
     ) -> StepOutcome:
         if claim.outcome == "busy":
             return StepOutcome("busy")
@@ -130,7 +143,7 @@ class Engine:
             self._recover(run, agent, name, claim.step, located)
             return StepOutcome("replayed", claim.step.result)
         if name.kind == "turn" and name.turn is not None:
-            return self._turn(run, agent, name.turn, claim.step)
+            return self._turn(run, agent, name.turn, claim.step, history)
         if name.kind == "tool":
             return self._tool(run, agent, located, claim.step)
         # memory steps land with the memory tiers; record an empty result so the run moves on
@@ -138,9 +151,12 @@ class Engine:
         return StepOutcome("completed")
 
     # -- turns ----------------------------------------------------------------------------------
-    def _turn(self, run: RunRecord, agent: AgentDefinition, number: int, row: StepRecord) -> StepOutcome:
+    def _turn(
+        self, run: RunRecord, agent: AgentDefinition, number: int, row: StepRecord,
+        history: list[MessageRecord] | None = None,
+    ) -> StepOutcome:
         try:
-            result = run_turn(self.deps, run, agent, number)
+            result = run_turn(self.deps, run, agent, number, history)
         except Exception as exc:
             return self._failed_attempt(run, agent, row, exc, fatal=isinstance(exc, ConfigurationError))
         usage = result.turn.usage
@@ -149,9 +165,7 @@ class Engine:
         thread_patch: dict[str, Any] = {"add_input_tokens": usage.input_tokens,
                                         "add_output_tokens": usage.output_tokens}
         final = not result.turn.tool_calls
-        # A run cancelled while its final model call was in flight keeps its "cancelled" status.
-        cancelled = final and self._cancelled(run.id)
-        if final and not cancelled:
+        if final:  # a run cancelled meanwhile: the store refuses this completion (see below)
             total = Usage(run.input_tokens, run.output_tokens) + usage
             if result.output_error is not None:
                 run_patch.update(status="failed", error=f"OutputParseError: {result.output_error}",
@@ -163,10 +177,11 @@ class Engine:
                 thread_patch.update(status="completed", active_run_id=None)
         completion = turn_completion(run, number, result, run_patch, thread_patch)
         if not self.deps.store.complete_step(run.id, row.name, row.generation, completion):
+            release_if_cancelled(self.deps, run.id, row.name, row.generation)
             return StepOutcome("lost")
         if final:
-            if not cancelled:
-                notify_step_finish(agent, number, result)
+            notify_step_finish(agent, number, result)
+            run_ended(self.deps, run, "failed" if result.output_error is not None else "completed")
             return StepOutcome("completed", completion.result)
         # Fresh turn: no tool step has a row yet, so every valid call is dispatched ("recover").
         steps = [row] if result.invalid else []
@@ -191,19 +206,17 @@ class Engine:
             text = (f"Error: tool '{located.call.name}' failed after {row.attempt} attempts: "
                     f"{type(exc).__name__}: {exc}")
             completion = tool_result_completion(run, located, text, is_error=True)
-        if not self.deps.store.complete_step(run.id, row.name, row.generation, completion):
+        # The fan-in's ledger read rides in the completion's round trip where the store can do that.
+        done, ledger = complete_and_read_ledger(self.deps.store, run.id, row.name, row.generation, completion)
+        if not done:
+            release_if_cancelled(self.deps, run.id, row.name, row.generation)
             return StepOutcome("lost")
-        fan_in(self.deps, run, agent, located.turn)
+        fan_in(self.deps, run, agent, located.turn, ledger)
         return StepOutcome("completed", completion.result)
 
     def _decided(self, run_id: str, located: LocatedCall) -> bool:
         decision = self.deps.store.get_step(run_id, approval_step(located.call.id))
         return decision is not None and decision.status == "completed"
-
-    def _cancelled(self, run_id: str) -> bool:
-        # One extra read, on the final turn only: a run cancelled while its model call was in flight.
-        current = self.deps.store.get_run(run_id)
-        return current is None or current.status == "cancelled"
 
     # -- shared -----------------------------------------------------------------------------------
     def _failed_attempt(

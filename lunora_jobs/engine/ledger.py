@@ -9,6 +9,7 @@ dispatch costs one claim that answers ``busy`` or ``completed``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import EllipsisType
 from typing import Literal
 
 from lunora_jobs.engine.plan import CallFacts, CallState, TurnFacts
@@ -50,11 +51,17 @@ def locate_call(turn: int, result: TurnResult, call_id: str) -> LocatedCall | No
     return None
 
 
-def find_call(store: AgentStore, run: RunRecord, call_id: str) -> LocatedCall | None:
-    """Where tool call ``call_id`` of ``run`` was made, read from the memo of the turn that made it."""
+def find_call(
+    store: AgentStore, run: RunRecord, call_id: str, latest: StepRecord | EllipsisType | None = ...
+) -> LocatedCall | None:
+    """Where tool call ``call_id`` of ``run`` was made, read from the memo of the turn that made it.
+
+    ``latest``: the ledger row of the run's latest turn when the caller already read it (with the
+    run, in one round trip: ``reads.read_run``); by default it is read here.
+    """
     # The run's latest completed turn made it (a turn's tools settle before the next turn runs).
     if run.turns > 0:
-        memo = store.get_step(run.id, turn_step(run.turns - 1))
+        memo = store.get_step(run.id, turn_step(run.turns - 1)) if latest is ... else latest
         if memo is not None and memo.status == "completed":
             found = locate_call(run.turns - 1, TurnResult.from_json(memo.result), call_id)
             if found is not None:

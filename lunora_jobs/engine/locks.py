@@ -1,9 +1,11 @@
 """The run lock. It only saves work; correctness comes from the step ledger.
 
-Two workers handed the same step (a redelivery, a sweep racing a slow worker) would both reach the
-database claim, and the claim would pick one of them. The lock makes the loser wait for — or skip —
-that round trip. If the lock is unavailable (Redis down, contention past ``wait_s``) the engine
-proceeds without it: the ledger's unique ``(run_id, name)`` row and fenced completion still decide.
+Two workers handed the same step (a redelivery, a sweep racing a slow worker) both reach the
+database claim, and the claim picks one of them. ``Engine.execute`` therefore takes no lock on the
+hot path any more: around a claim that is one conditional upsert, the lock cost two Redis round
+trips a step and decided nothing the claim does not. It stays available (``deps.lock``) for work
+that is not a single statement. If the lock is unavailable (Redis down, contention past ``wait_s``)
+a holder proceeds without it: the ledger's unique ``(run_id, name)`` row and fenced completion decide.
 
 ``LocalLock`` serves one process (the embedded default and tests); ``RedisLock`` uses redis-py's
 ``Lock`` (``SET NX PX`` to take, a token-checked Lua script to release: one round trip each).

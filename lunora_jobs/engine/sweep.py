@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lunora_jobs.engine.advance import advance_turn, fail_run, now_ms
+from lunora_jobs.engine.approval_waits import wake_decided
+from lunora_jobs.engine.concurrency import promote_stalled
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import StepTask
 from lunora_jobs.engine.ledger import latest_turn
@@ -41,6 +43,15 @@ def sweep(deps: EngineDeps, *, batch: int = 200, grace_ms: int = 30_000) -> Swee
     for run in deps.store.list_runs(status="running")[:batch]:
         report.scanned += 1
         _sweep_run(deps, run, grace_ms, report)
+    # Hibernated runs: apply a decision whose resolver died before moving the run on.
+    for run in deps.store.list_runs(status="awaiting_input")[:batch]:
+        report.scanned += 1
+        wake_decided(deps, run, grace_ms)
+    # Threads left free with runs queued on them (a crash between a run's end and the promotion).
+    for thread_id in deps.store.queued_threads(limit=batch):
+        started = promote_stalled(deps, thread_id)
+        if started is not None:
+            report.dispatched.extend(plan_start(started).dispatch)
     return report
 
 

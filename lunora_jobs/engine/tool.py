@@ -17,6 +17,7 @@ from typing import Any
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.runinfo import run_info
+from lunora_jobs.engine.state import state_accessors
 from lunora_jobs.engine.steps import message_key, tool_position
 from lunora_jobs.models.base import ToolCall
 from lunora_jobs.models.messages import tool_message
@@ -55,16 +56,7 @@ def execute_tool(
     tool_def = agent.tools.get(located.call.name)
     if tool_def is None:
         raise LookupError(f"tool {located.call.name!r} is no longer declared on agent {agent.name!r}")
-    store = deps.store
-    thread_id = run.thread_id
-
-    def get_state() -> Any:
-        thread = store.get_thread_by_id(thread_id)
-        return None if thread is None else thread.state
-
-    def set_state(value: Any) -> None:
-        json.dumps(value)  # refuse a value the database cannot hold before writing anything
-        store.patch_thread(thread_id, state=value)
+    get_state, set_state = state_accessors(deps, run.thread_id, info.thread_key)
 
     def run_function(path: str, args: dict[str, Any], idempotency_key: str | None = None) -> Any:
         return deps.run_function(path, args, idempotency_key or step)

@@ -8,6 +8,7 @@ invalid calls, the approval gates and the parsed structured output.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from lunora_jobs.errors import ToolInputError
 from lunora_jobs.loop import PrepareStepArgs, PrepareStepResult, RepairArgs
 from lunora_jobs.models.base import Model, ModelTurn, ToolCall, ToolChoice, Usage
 from lunora_jobs.models.messages import assistant_message
-from lunora_jobs.store.records import NewMessage, RunRecord, StepCompletion, UsageEntry
+from lunora_jobs.store.records import MessageRecord, NewMessage, RunRecord, StepCompletion, UsageEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +54,14 @@ class TurnResult:
         )
 
 
-def run_turn(deps: EngineDeps, run: RunRecord, agent: AgentDefinition, number: int) -> TurnResult:
-    """Call the model for turn ``number`` and check its tool calls. No writes: the caller completes."""
+def run_turn(
+    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, number: int,
+    history: Sequence[MessageRecord] | None = None,
+) -> TurnResult:
+    """Call the model for turn ``number`` and check its tool calls. No writes: the caller completes.
+
+    ``history``: the thread's messages when the caller read them with its claim; else read here.
+    """
     info = run_info(run)
     model = deps.model_for(agent)
     summarizer: Model | None = None
@@ -64,7 +71,8 @@ def run_turn(deps: EngineDeps, run: RunRecord, agent: AgentDefinition, number: i
             summarizer = model  # a harness never reaches a real provider through a model string
         else:
             summarizer = deps.resolve(f"compaction:{agent.name}", spec)
-    history = deps.store.load_thread_for_turn(run.thread_id)
+    if history is None:
+        history = deps.store.load_thread_for_turn(run.thread_id)
     prompt = prepare_prompt(info.instructions, history, agent.compaction, summarizer)
     messages = prompt.messages
     tool_choice: ToolChoice = "auto"

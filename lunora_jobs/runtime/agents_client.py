@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from lunora_jobs.agent import AgentDefinition
-from lunora_jobs.engine.start import RunHandle, cancel_run, start_run
+from lunora_jobs.engine.approval_waits import send_event
+from lunora_jobs.engine.cancel import cancel_run
+from lunora_jobs.engine.start import RunHandle, start_run
 from lunora_jobs.errors import NotFoundError
 from lunora_jobs.runtime.result import RunResult, run_result
 from lunora_jobs.store.records import RunRecord
@@ -37,7 +39,7 @@ class AgentClient:
 
     def run(
         self, input: Any = None, *, thread_key: str | None = None, owner: str | None = None,
-        title: str | None = None,
+        title: str | None = None, run_id: str | None = None,
     ) -> RunHandle:
         """Start (or continue, when ``thread_key`` names an existing thread) a run; returns ``{id}``.
 
@@ -46,7 +48,7 @@ class AgentClient:
         ``on_concurrent_run``) or belongs to another owner.
         """
         return start_run(self._app.deps, self.definition, input=input, thread_key=thread_key, owner=owner,
-                         title=title)
+                         title=title, run_id=run_id)
 
     def status(self, run_id: str) -> str:
         """The run's status: queued, running, awaiting_input, completed, failed or cancelled."""
@@ -72,6 +74,11 @@ class AgentClient:
         """Cancel the run (thread → ``cancelled``); False when it had already ended."""
         self._run(run_id)
         return cancel_run(self._app.deps, run_id)
+
+    def send_event(self, run_id: str, event: dict[str, Any]) -> str:
+        """Deliver an event to a hibernated run: ``{"type": "approval", "call_id": ..., "approved": ...}``."""
+        self._run(run_id)
+        return send_event(self._app.deps, run_id, event)
 
     def _run(self, run_id: str) -> RunRecord:
         run = self._app.store.get_run(run_id)

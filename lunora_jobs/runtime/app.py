@@ -17,8 +17,10 @@ from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.config import Settings
+from lunora_jobs.engine.approval_waits import send_event
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import Dispatcher, InProcessDispatcher, StepTask
+from lunora_jobs.engine.events import EventBus, LocalEventBus, RedisEventBus
 from lunora_jobs.engine.execute import Engine, StepOutcome
 from lunora_jobs.engine.keys import DEFAULT_PREFIX
 from lunora_jobs.engine.locks import LocalLock, RedisLock, RunLock
@@ -70,6 +72,7 @@ class Lunora:
         settings: Settings | None = None,
         model: Model | None = None,
         redis_prefix: str = DEFAULT_PREFIX,
+        events: EventBus | None = None,
     ) -> None:
         self.settings = settings or Settings()
         registry: dict[str, AgentDefinition] = {}
@@ -95,7 +98,11 @@ class Lunora:
         self.deps = EngineDeps(
             store=self.store, dispatcher=self.dispatcher, lock=self.lock, agents=self.registry,
             run_function=self.run_function, settings=self.settings, model_override=model,
+            events=events or (RedisEventBus.from_url(redis_url, prefix=redis_prefix) if redis_url
+                              else LocalEventBus()),
         )
+        self.events: EventBus = self.deps.events
+        """Live thread updates: ``app.events.subscribe(listener)`` (Redis pub/sub too with ``redis_url``)."""
         self.engine = Engine(self.deps)
         self.agents = AgentsNamespace(self, registry)
         self.threads = ThreadsAPI(self.store)
@@ -129,6 +136,14 @@ class Lunora:
     def execute_step(self, run_id: str, step: str) -> StepOutcome:
         """Run (or replay) one step — what the worker's turn/tool tasks call."""
         return self.engine.execute(run_id, step)
+
+    def send_event(self, run_id: str, event: dict[str, Any]) -> str:
+        """Deliver an event to a (hibernated) run — the primitive approvals are built on.
+
+        ``{"type": "approval", "call_id": ..., "approved": bool, "by": viewer}``; returns
+        ``"applied"`` or ``"unchanged"``. Not owner-gated: ``app.approvals.resolve`` is.
+        """
+        return send_event(self.deps, run_id, event)
 
     def sweep(self, *, batch: int = 200, grace_ms: int = 30_000) -> SweepReport:
         """Re-dispatch stalled runs — what the beat-driven sweep task calls."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lunora_jobs.engine.approvals import PendingApproval, pending_approvals, resolve_approval
+from lunora_jobs.engine.approval_waits import send_event
+from lunora_jobs.engine.approvals import PendingApproval, pending_approvals
 from lunora_jobs.errors import NotFoundError
 from lunora_jobs.store.records import RunRecord
 
@@ -39,11 +40,17 @@ class ApprovalsAPI:
         raises ``ConflictError`` for a contradicting decision and ``NotFoundError`` when there is no
         such pending call (or the viewer may not see the thread).
         """
-        run = self._active_run(thread_key, viewer, trusted)
-        if run is None:
+        thread = self._app.threads.get(thread_key, viewer, trusted=trusted)  # the owner gate first
+        store = self._app.store
+        candidates = [thread.active_run_id] if thread.active_run_id else []
+        candidates += [r.id for r in reversed(store.list_runs(thread_id=thread.id))]
+        run_id = next((r for r in candidates if store.get_tool_call(r, tool_call_id) is not None),
+                      thread.active_run_id)
+        if run_id is None:
             raise NotFoundError(f"no pending approval {tool_call_id!r} on thread {thread_key!r}")
-        return resolve_approval(self._app.deps, run, tool_call_id, approve=approve, reason=reason,
-                                decided_by=viewer)
+        event = {"type": "approval", "call_id": tool_call_id, "approved": approve, "by": viewer,
+                 "reason": reason}
+        return send_event(self._app.deps, run_id, event)
 
     def _active_run(self, thread_key: str, viewer: str | None, trusted: bool) -> RunRecord | None:
         thread = self._app.threads.get(thread_key, viewer, trusted=trusted)

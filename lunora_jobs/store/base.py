@@ -6,7 +6,7 @@ All timestamps are epoch milliseconds from the store's injectable ``clock``. Ide
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from lunora_jobs.store.records import (
@@ -119,7 +119,8 @@ class AgentStore(Protocol):
     def complete_step(self, run_id: str, name: str, generation: int, completion: StepCompletion) -> bool:
         """Record the result with its messages/usage/patches in one transaction.
 
-        Returns False (and writes nothing) when ``generation`` is no longer current.
+        Returns False (and writes nothing) when ``generation`` is no longer current, or when the
+        run was cancelled (a cancelled run applies no further step result).
         """
 
     def fail_step(
@@ -165,3 +166,27 @@ class AgentStore(Protocol):
 
     def usage_between(self, actor: str, start_ms: int, end_ms: int) -> UsageTotals:
         """Sums over ``start_ms <= created_at < end_ms`` (one SUM in the database)."""
+
+    # -- approvals, cancellation, run concurrency (sql_hitl.py / memory_hitl.py) -------------
+    def transition_run(self, run_id: str, from_statuses: Collection[str], **fields: Any) -> bool:
+        """``update_run`` only while the run's status is in ``from_statuses``; True if it applied."""
+
+    def decide_tool_call(
+        self, run_id: str, call_id: str, *, decision: str, decided_by: str | None = None
+    ) -> ToolCallRecord:
+        """Record ``approved``/``rejected`` on a call awaiting approval unless already decided.
+
+        Returns the call with the first decision ever recorded; ``NotFoundError`` if no such call.
+        """
+
+    def enqueue_run(self, thread_id: str, run_id: str) -> None:
+        """Append ``run_id`` to the thread's durable FIFO (idempotent)."""
+
+    def queued_runs(self, thread_id: str, limit: int = 100) -> list[str]:
+        """The thread's queued run ids in arrival order."""
+
+    def dequeue_run(self, thread_id: str, run_id: str) -> bool:
+        """Remove ``run_id`` from the queue; True for the one caller that removed it."""
+
+    def queued_threads(self, limit: int = 100) -> list[str]:
+        """Ids of threads with at least one queued run."""

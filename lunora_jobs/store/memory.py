@@ -30,6 +30,7 @@ from lunora_jobs.store.codec import (
     wall_clock,
 )
 from lunora_jobs.store.memory_extras import MemoryExtrasMixin
+from lunora_jobs.store.memory_hitl import MemoryHitlMixin
 from lunora_jobs.store.memory_ledger import MemoryLedgerMixin
 from lunora_jobs.store.proposals_memory import InMemoryProposalStore
 from lunora_jobs.store.records import (
@@ -50,7 +51,7 @@ def copy(value: Any) -> Any:
     return load(dump(value))
 
 
-class InMemoryStore(MemoryLedgerMixin, MemoryExtrasMixin, InMemoryProposalStore):
+class InMemoryStore(MemoryLedgerMixin, MemoryExtrasMixin, MemoryHitlMixin, InMemoryProposalStore):
     """The ``AgentStore`` in process memory. ``clock`` returns epoch-ms (defaults to the wall clock)."""
 
     def __init__(self, *, clock: Clock | None = None) -> None:
@@ -64,6 +65,7 @@ class InMemoryStore(MemoryLedgerMixin, MemoryExtrasMixin, InMemoryProposalStore)
         self._tool_calls: dict[tuple[str, str], dict[str, Any]] = {}
         self._schedules: dict[str, ScheduleRecord] = {}
         self._init_ledger()
+        self._init_hitl()
 
     def ensure_tables(self) -> None:
         """Nothing to create in memory."""
@@ -155,6 +157,7 @@ class InMemoryStore(MemoryLedgerMixin, MemoryExtrasMixin, InMemoryProposalStore)
             self._runs = {k: r for k, r in self._runs.items() if k not in doomed}
             self._steps = {k: s for k, s in self._steps.items() if k[0] not in doomed}
             self._tool_calls = {k: c for k, c in self._tool_calls.items() if c["thread_id"] != thread_id}
+            self._queue = [(t, r) for t, r in self._queue if t != thread_id]
             self._usage = [u for u in self._usage if u.thread_id != thread_id]
             self._delete_thread_proposals(thread_id)
 

@@ -157,8 +157,8 @@ class MemoryLedgerMixin:
         split_patch(completion.run_patch or {}, RUN_SET, RUN_ADD, "run")
         with self._lock:
             step = self._fenced(run_id, name, generation)
-            if step is None:
-                return False
+            if step is None or self._runs[run_id].status == "cancelled":
+                return False  # fenced out, or the run was cancelled: apply nothing
             now = self.clock()
             run = self._runs[run_id]
             if completion.messages:

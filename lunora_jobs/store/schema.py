@@ -299,3 +299,20 @@ action_proposals = sa.Table(
     index("agent_action_proposals", "status", "expires_at"),
     **MYSQL_OPTIONS,
 )
+
+# -- agent_run_queue: runs waiting for their thread (on_concurrent_run="queue"; see sql_hitl) --
+
+# ``seq`` is the arrival order (an autoincrement, so two processes enqueueing in the same
+# millisecond still get a total order); a run is queued at most once.
+run_queue = sa.Table(
+    "agent_run_queue",
+    metadata,
+    sa.Column("seq", AutoId, primary_key=True, autoincrement=True),
+    sa.Column("thread_id", sa.String(ID), nullable=False),
+    sa.Column("run_id", sa.String(ID), nullable=False),
+    _ts("created_at"),
+    cascade_to("thread_id", "agent_threads.id"),
+    index("agent_run_queue", "run_id", unique=True),
+    index("agent_run_queue", "thread_id", "seq"),
+    **MYSQL_OPTIONS,
+)

@@ -12,6 +12,9 @@ migrations (``lunora db upgrade``) may touch the schema.
 
 from __future__ import annotations
 
+import select
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,6 +24,8 @@ from lunora_jobs.config import normalize_database_url
 from lunora_jobs.store.codec import Clock
 from lunora_jobs.store.proposals_sql import SqlProposalStore
 from lunora_jobs.store.sql_extras import SqlExtrasMixin
+from lunora_jobs.store.sql_hitl import SqlHitlMixin
+from lunora_jobs.store.sql_hotpath import SqlHotPathMixin
 from lunora_jobs.store.sql_runs import SqlRunsMixin
 from lunora_jobs.store.sql_steps import SqlStepsMixin
 from lunora_jobs.store.sql_threads import SqlThreadsMixin
@@ -39,12 +44,39 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _socket_ping(dbapi_connection: Any, *, full_ping: Callable[[Any], bool]) -> bool:
+    """The pool's pre-ping on PostgreSQL without a round trip (it runs on every checkout).
+
+    An idle, healthy connection has nothing to read: a server that restarted or terminated the
+    backend has sent its FATAL message or closed the socket, which makes it readable (or closes the
+    driver connection). Only then is the real ping sent — it consumes a stray message on a live
+    connection, or fails and lets the pool reconnect.
+    """
+    pgconn = getattr(dbapi_connection, "pgconn", None)
+    if pgconn is None:
+        return full_ping(dbapi_connection)
+    if dbapi_connection.closed or dbapi_connection.broken or pgconn.socket < 0:
+        return False
+    return full_ping(dbapi_connection) if _readable(pgconn.socket) else True
+
+
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has data (or EOF) waiting, without blocking. ``poll``: no 1024-fd limit."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)  # Windows: no poll()
+    return bool(readable)
+
+
 def create_engine(url: str, **options: Any) -> Engine:
     """An engine for ``url`` with the settings the store relies on.
 
-    Postgres/MySQL URLs are normalized to the shipped drivers; connections are pre-pinged; MySQL
-    runs READ COMMITTED (fewer gap locks, fresh reads after a row lock); SQLite gets WAL,
-    a busy timeout and ``PRAGMA foreign_keys = ON`` on every connection.
+    Postgres/MySQL URLs are normalized to the shipped drivers; connections are pre-pinged (on
+    PostgreSQL by polling the socket, without a round trip); MySQL runs READ COMMITTED (fewer gap
+    locks, fresh reads after a row lock); SQLite gets WAL, a busy timeout and
+    ``PRAGMA foreign_keys = ON`` on every connection.
     """
     url = normalize_database_url(url)
     options.setdefault("pool_pre_ping", True)
@@ -57,13 +89,16 @@ def create_engine(url: str, **options: Any) -> Engine:
             options.setdefault("poolclass", sa.pool.StaticPool)
             options["connect_args"] = {**options["connect_args"], "check_same_thread": False}
     engine = sa.create_engine(url, **options)
+    if engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg":
+        setattr(engine.dialect, "do_ping", partial(_socket_ping, full_ping=engine.dialect.do_ping))  # noqa: B010
     if engine.dialect.name == "sqlite":
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     return engine
 
 
 class SqlStore(
-    SqlThreadsMixin, SqlStepsMixin, SqlRunsMixin, SqlUsageMixin, SqlExtrasMixin, SqlProposalStore
+    SqlThreadsMixin, SqlHotPathMixin, SqlStepsMixin, SqlRunsMixin, SqlUsageMixin, SqlExtrasMixin,
+    SqlProposalStore, SqlHitlMixin,
 ):
     """The ``AgentStore`` over SQL. Thread-safe; share one per process.
 

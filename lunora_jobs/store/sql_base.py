@@ -2,7 +2,12 @@
 
 Writes run through ``_write`` which retries a transaction that lost a deadlock or a lock wait
 (MySQL 1213/1205, Postgres 40P01/40001, SQLite "database is locked"): the work inside is written
-to be idempotent, so re-running it is always safe.
+to be idempotent, so re-running it is always safe. ``_write`` and ``_query`` also re-run work whose
+connection turned out dead (a restarted database): SQLAlchemy invalidates the pool on the
+disconnect, so the retry runs on a fresh connection.
+
+Round trips: reads run in autocommit (no BEGIN / ROLLBACK around a SELECT: in READ COMMITTED a
+transaction buys a lone read nothing), and a write that is one statement may ask for autocommit too.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ T = TypeVar("T")
 _RETRY_SQLSTATES = {"40P01", "40001"}
 _RETRY_MYSQL_CODES = {1213, 1205}
 WRITE_RETRIES = 8
+DISCONNECT_RETRIES = 2
 
 
 def is_retryable(exc: DBAPIError) -> bool:
@@ -42,6 +48,10 @@ def is_retryable(exc: DBAPIError) -> bool:
 
 class SqlBase:
     """Engine, clock and helpers. Not used directly: ``SqlStore`` composes the mixins over it."""
+
+    single_statement_completion: bool = True
+    """PostgreSQL: ``complete_step`` as one statement (``sql_complete_pg``); False: the portable
+    transaction of five statements (an ablation switch for benchmarks)."""
 
     def __init__(
         self, engine: Engine, *, clock: Clock | None = None, auto_create_tables: bool = True
@@ -73,17 +83,32 @@ class SqlBase:
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
+        """A connection for reads, in autocommit (one round trip per statement, nothing else)."""
         self._prepare()
-        with self.engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             yield conn
 
+    def _query(self, work: Callable[[Connection], T]) -> T:
+        """Run read-only ``work`` in autocommit; re-run it once on a fresh connection after a disconnect."""
+        self._prepare()
+        for attempt in range(DISCONNECT_RETRIES + 1):
+            try:
+                with self._autocommit.connect() as conn:
+                    return work(conn)
+            except DBAPIError as exc:
+                if attempt == DISCONNECT_RETRIES or not exc.connection_invalidated:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _write(self, work: Callable[[Connection], T], *, autocommit: bool = False) -> T:
-        """Run ``work`` in one transaction; re-run it when the database picked it as a deadlock victim.
+        """Run ``work`` in one transaction; re-run it when the database picked it as a deadlock victim
+        or the connection died under it (a database restart; the pool hands out a fresh one).
 
         ``autocommit=True`` is for work that is a single atomic statement (plus reads): it saves the
         BEGIN and COMMIT round trips.
         """
         self._prepare()
+        disconnects = 0
         for attempt in range(WRITE_RETRIES):
             try:
                 if autocommit:
@@ -92,6 +117,9 @@ class SqlBase:
                 with self.engine.begin() as conn:
                     return work(conn)
             except DBAPIError as exc:
+                if exc.connection_invalidated and disconnects < DISCONNECT_RETRIES:
+                    disconnects += 1  # idempotent work: a commit that did land is a no-op the 2nd time
+                    continue
                 if attempt == WRITE_RETRIES - 1 or not is_retryable(exc):
                     raise
                 time.sleep(0.01 * (attempt + 1))

@@ -111,8 +111,7 @@ class SqlMessagesMixin(SqlBase):
             query = query.order_by(messages.c.seq)
         else:
             query = query.order_by(messages.c.seq.desc()).limit(max(0, message_limit))
-        with self._read() as conn:
-            rows = [message_record(r) for r in conn.execute(query)]
+        rows = self._query(lambda conn: [message_record(r) for r in conn.execute(query)])
         return rows if message_limit is None else rows[::-1]
 
     def has_assistant_message(self, thread_id: str) -> bool:

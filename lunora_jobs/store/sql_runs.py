@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
@@ -11,10 +12,10 @@ from sqlalchemy.exc import IntegrityError
 
 from lunora_jobs.errors import NotFoundError
 from lunora_jobs.store.codec import RUN_ADD, RUN_JSON, RUN_SET, check_identity, dump, split_patch
-from lunora_jobs.store.records import NewRun, RunRecord
-from lunora_jobs.store.schema import runs
+from lunora_jobs.store.records import NewRun, RunRecord, StepRecord
+from lunora_jobs.store.schema import runs, steps
 from lunora_jobs.store.sql_base import SqlBase
-from lunora_jobs.store.sql_rows import run_record
+from lunora_jobs.store.sql_rows import run_record, step_record
 
 
 def run_values(patch: Mapping[str, Any], now: int) -> dict[str, Any]:
@@ -25,6 +26,19 @@ def run_values(patch: Mapping[str, Any], now: int) -> dict[str, Any]:
         values[column] = runs.c[column] + amount
     values["updated_at"] = now
     return values
+
+
+_LATEST_TURN = sa.and_(
+    steps.c.run_id == runs.c.id,
+    steps.c.name == sa.literal("llm:turn:") + sa.cast(runs.c.turns - 1, sa.String),
+    runs.c.turns > 0,
+)
+_RUN_WITH_LATEST_TURN = (
+    sa.select(runs, *[c.label(f"step_{c.name}") for c in steps.c])
+    .select_from(runs.outerjoin(steps, _LATEST_TURN))
+    .where(runs.c.id == sa.bindparam("run_id"))
+)
+"""The run LEFT JOIN its latest turn's ledger row (the (run_id, name) key finds it: one index probe)."""
 
 
 class SqlRunsMixin(SqlBase):
@@ -62,9 +76,24 @@ class SqlRunsMixin(SqlBase):
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None."""
-        with self._read() as conn:
-            row = conn.execute(sa.select(runs).where(runs.c.id == run_id)).first()
+        query = sa.select(runs).where(runs.c.id == run_id)
+        row = self._query(lambda conn: conn.execute(query).first())
         return None if row is None else run_record(row)
+
+    def get_run_with_latest_turn(self, run_id: str) -> tuple[RunRecord | None, StepRecord | None]:
+        """The run and the ledger row of its latest turn (``llm:turn:<turns - 1>``), in ONE round trip.
+
+        What a tool step reads before its claim: the run, and the memo of the turn that made the
+        call. The step is None before the first turn completed (or if its row is missing).
+        """
+        row = self._query(lambda conn: conn.execute(_RUN_WITH_LATEST_TURN, {"run_id": run_id}).first())
+        if row is None:
+            return None, None
+        m = row._mapping
+        if m["step_name"] is None:
+            return run_record(row), None
+        step = SimpleNamespace(_mapping={c.name: m[f"step_{c.name}"] for c in steps.c})
+        return run_record(row), step_record(step)
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         """Update any of: status, result, error, stopped, turns, input_tokens, output_tokens.

@@ -13,7 +13,9 @@ messages, the usage row and the run patch — one commit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
+from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,7 +26,9 @@ from lunora_jobs.errors import NotFoundError
 from lunora_jobs.store.codec import THREAD_ADD, THREAD_JSON, THREAD_SET, check_identity, dump, split_patch
 from lunora_jobs.store.records import StepClaim, StepCompletion, StepRecord, UsageEntry
 from lunora_jobs.store.schema import runs, steps, threads, token_usage
+from lunora_jobs.store.sql_complete_pg import completion_sql
 from lunora_jobs.store.sql_messages import SqlMessagesMixin, unique_by_key
+from lunora_jobs.store.sql_pg_text import CLAIM_SQL
 from lunora_jobs.store.sql_rows import step_record
 from lunora_jobs.store.sql_runs import run_values
 
@@ -59,6 +63,10 @@ def usage_row(entry: UsageEntry, now: int, thread_id: str | None = None) -> dict
         "cost_usd": entry.cost_usd,
         "created_at": entry.created_at if entry.created_at is not None else now,
     }
+
+
+class RunCancelled(Exception):
+    """Raised inside a completion's transaction to roll it back: the run was cancelled meanwhile."""
 
 
 class SqlStepsMixin(SqlMessagesMixin):
@@ -99,10 +107,15 @@ class SqlStepsMixin(SqlMessagesMixin):
                 "lease_expires_at": now + lease_ms,
                 "updated_at": now,
             }
+            if self.dialect == "postgresql":  # the same upsert as SQL text: no statement building per step
+                params = {"run_id": run_id, "name": name, "owner": owner, "expires": now + lease_ms,
+                          "now": now, "max_attempts": max_attempts}
+                work: Callable[[Connection], tuple[bool, StepRecord]] = partial(self._claim_pg, params)
+            else:
+                work = partial(self._claim, fresh=fresh, takeover=takeover, bump=bump)
             try:
                 claimed, current = self._write(
-                    lambda conn: self._claim(conn, fresh, takeover, bump),  # noqa: B023
-                    autocommit=self.dialect != "mysql",  # there, one upsert statement does it all
+                    work, autocommit=self.dialect != "mysql"  # elsewhere one upsert statement does it all
                 )
             except IntegrityError as exc:
                 raise NotFoundError(f"no run {run_id!r}; create the run before claiming its steps") from exc
@@ -112,6 +125,15 @@ class SqlStepsMixin(SqlMessagesMixin):
             if outcome is not None:
                 return StepClaim(outcome, current)
         return StepClaim("busy", current)
+
+    def _claim_pg(self, params: dict[str, Any], conn: Connection) -> tuple[bool, StepRecord]:
+        row = conn.exec_driver_sql(CLAIM_SQL, params).first()
+        if row is not None:
+            return True, step_record(row)
+        current = self._step(conn, str(params["run_id"]), str(params["name"]))
+        if current is None:  # pragma: no cover - deleted between the two statements
+            raise NotFoundError(f"no run {params['run_id']!r}; create the run before claiming its steps")
+        return False, current
 
     def _claim(
         self,
@@ -151,7 +173,13 @@ class SqlStepsMixin(SqlMessagesMixin):
         """Record the result with its messages/usage/patches in one transaction.
 
         Returns False (and writes nothing) when ``generation`` is no longer current.
+        On PostgreSQL it is one autocommit statement (``sql_complete_pg``): one round trip.
         """
+        if self.dialect == "postgresql" and self.single_statement_completion:
+            sql, params = self._pg_completion(run_id, name, generation, completion)
+            return bool(
+                self._write(lambda conn: conn.exec_driver_sql(sql, params).scalar_one() == 1, autocommit=True)
+            )
         batch = unique_by_key(completion.messages)
         t_sets, t_adds = split_patch(completion.thread_patch or {}, THREAD_SET, THREAD_ADD, "thread")
         t_sets = {k: dump(v) if k in THREAD_JSON else v for k, v in t_sets.items()}
@@ -162,6 +190,8 @@ class SqlStepsMixin(SqlMessagesMixin):
             steps.c.name == name,
             steps.c.generation == generation,
             steps.c.status == "running",
+            # A cancelled run applies no further result (the run UPDATE below closes the race).
+            sa.exists().where(runs.c.id == run_id, runs.c.status != "cancelled"),
         )
         done = (
             sa.update(steps)
@@ -182,10 +212,29 @@ class SqlStepsMixin(SqlMessagesMixin):
                 row = {**usage, "thread_id": usage["thread_id"] or thread_of_run}
                 conn.execute(sa.insert(token_usage).values(row))
             if run_patch:
-                conn.execute(sa.update(runs).where(runs.c.id == run_id).values(run_patch))
+                live = sa.update(runs).where(runs.c.id == run_id, runs.c.status != "cancelled")
+                if conn.execute(live.values(run_patch)).rowcount != 1:
+                    raise RunCancelled  # cancelled since the step UPDATE: roll the completion back
             return True
 
-        return self._write(work)
+        try:
+            return self._write(work)
+        except RunCancelled:
+            return False
+
+    def _pg_completion(
+        self, run_id: str, name: str, generation: int, completion: StepCompletion
+    ) -> tuple[str, dict[str, Any]]:
+        """``complete_step`` on PostgreSQL: one statement and its parameters (``sql_complete_pg``)."""
+        batch = unique_by_key(completion.messages)
+        t_sets, t_adds = split_patch(completion.thread_patch or {}, THREAD_SET, THREAD_ADD, "thread")
+        t_sets = {k: dump(v) if k in THREAD_JSON else v for k, v in t_sets.items()}
+        now = self.clock()
+        usage = None if completion.usage is None else usage_row(completion.usage, now)
+        return completion_sql(
+            run_id, name, generation, now, dump(completion.result), batch,
+            t_sets if batch or t_sets or t_adds else None, t_adds, usage, completion.run_patch,
+        )
 
     def fail_step(
         self, run_id: str, name: str, generation: int, error: str, *, terminal: bool = False
@@ -205,14 +254,12 @@ class SqlStepsMixin(SqlMessagesMixin):
 
     def get_step(self, run_id: str, name: str) -> StepRecord | None:
         """The ledger row, or None."""
-        with self._read() as conn:
-            return self._step(conn, run_id, name)
+        return self._query(lambda conn: self._step(conn, run_id, name))
 
     def list_steps(self, run_id: str) -> list[StepRecord]:
         """Every ledger row of the run, in creation order."""
         query = sa.select(steps).where(steps.c.run_id == run_id).order_by(steps.c.created_at, steps.c.name)
-        with self._read() as conn:
-            return [step_record(row) for row in conn.execute(query)]
+        return self._query(lambda conn: [step_record(row) for row in conn.execute(query)])
 
 
 def step_record_from(values: dict[str, Any]) -> StepRecord:

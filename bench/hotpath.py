@@ -1,0 +1,193 @@
+"""Micro-benchmark of the durable step's hot path: round trips and ms per step, in one process.
+
+    python bench/hotpath.py [--runs 5] [--turns 6] [--portable]
+
+``execute_step`` over ``SqlStore`` on PostgreSQL + ``RedisLock`` + ``CeleryDispatcher`` (publishing
+to a private, unconsumed queue; the published steps are then run here one by one). Every scripted
+turn but the last calls a no-op tool, so a run is ``2*turns - 1`` steps: turns and tools.
+
+1. **round trips**: PostgreSQL and Redis are reached through ``rtproxy.RoundTripProxy`` relays that
+   count request bursts on the wire (BEGIN, COMMIT, pool pings and pipelines included); SQL
+   statements are counted through SQLAlchemy events. Reported per step kind.
+2. **ms per step**: the same runs again on direct connections (no relay), median per step kind.
+
+``--portable`` is an ablation: the store's portable completion (a transaction of five statements)
+instead of the one-statement completion and the pipelined claim/fan-in reads of PostgreSQL.
+
+A fresh PostgreSQL database, a unique queue and a unique Redis key prefix are used; all of them are
+removed afterwards. The machine may be shared, so ms are noisy; round-trip counts are not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import uuid
+from collections import defaultdict, deque
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "bench")) if p not in sys.path]
+
+import sqlalchemy as sa  # noqa: E402
+from rtproxy import RoundTripProxy  # noqa: E402
+
+PG_HOST, PG_PORT, REDIS_HOST, REDIS_PORT = "127.0.0.1", 5432, "127.0.0.1", 6379
+ADMIN_URL = f"postgresql+psycopg://postgres@{PG_HOST}:{PG_PORT}/postgres"
+
+
+class CollectingDispatcher:
+    """Publishes through ``CeleryDispatcher`` (so the broker round trip is real) and keeps the tasks."""
+
+    def __init__(self, broker_url: str, queue: str) -> None:
+        from workers.dispatch import CeleryDispatcher
+
+        self.inner = CeleryDispatcher(broker_url=broker_url, queue=queue)
+        self.pending: deque[Any] = deque()
+
+    def dispatch(self, tasks: Sequence[Any]) -> None:
+        """Publish, then remember the tasks to run them here."""
+        self.inner.dispatch(tasks)
+        self.pending.extend(tasks)
+
+    def revoke(self, run_id: str) -> None:
+        """Nothing to revoke: the queue is never consumed."""
+
+
+def build_agent(turns: int) -> Any:
+    """An agent whose scripted turn ``i < turns-1`` calls the no-op tool; the last one answers."""
+    from lunora_jobs import define_agent, define_tool
+    from lunora_jobs.models.scripted import ScriptedModel, final_turn, tool_call_turn
+
+    noop = define_tool(
+        name="noop", description="Does nothing.",
+        input_schema={"type": "object", "properties": {"i": {"type": "integer"}}, "required": ["i"]},
+        execute=lambda args, ctx: "ok",
+    )
+    script = [tool_call_turn(f"call_{i}", "noop", {"i": i}) for i in range(turns - 1)]
+    script.append(final_turn("done"))
+    return define_agent(name="hot", instructions="Benchmark agent.", model=ScriptedModel(script),
+                        tools=[noop], max_turns=turns + 1)
+
+
+def build_app(
+    db_url: str, redis_url: str, queue: str, prefix: str, turns: int, portable: bool = False
+) -> tuple[Any, Any]:
+    """A ``Lunora`` app on the given endpoints, and its collecting dispatcher."""
+    from lunora_jobs import Lunora
+    from lunora_jobs.engine.locks import RedisLock
+    from lunora_jobs.store import create_store
+
+    dispatcher = CollectingDispatcher(redis_url, queue)
+    store = create_store(db_url)
+    store.single_statement_completion = not portable
+    app = Lunora([build_agent(turns)], store=store, dispatcher=dispatcher,
+                 lock=RedisLock.from_url(redis_url, prefix=prefix))
+    return app, dispatcher
+
+
+def drive(app: Any, dispatcher: Any, runs: int, measure: Callable[[str, Callable[[], Any]], None]) -> None:
+    """Start ``runs`` runs and execute every published step here, each inside ``measure(kind, fn)``."""
+    for _ in range(runs):
+        handle = app.agents.hot.run(input="go", thread_key="hot-" + uuid.uuid4().hex)
+        while dispatcher.pending:
+            task = dispatcher.pending.popleft()
+            measure(task.kind, partial(app.execute_step, task.run_id, task.step))
+        run = app.store.get_run(handle.id)
+        if run is None or run.status != "completed":
+            raise RuntimeError(f"benchmark run ended {run and run.status}: {run and run.error}")
+
+
+def count_trips(db_url: str, queue: str, prefix: str, args: Any) -> dict[str, tuple[float, float, float]]:
+    """Per step kind: mean (PostgreSQL round trips, Redis round trips, SQL statements)."""
+    pg = RoundTripProxy(PG_HOST, PG_PORT).start()
+    rd = RoundTripProxy(REDIS_HOST, REDIS_PORT).start()
+    proxied_db = db_url.replace(f"{PG_HOST}:{PG_PORT}", f"{PG_HOST}:{pg.port}")
+    app, dispatcher = build_app(proxied_db, f"redis://{REDIS_HOST}:{rd.port}/0", queue, prefix, args.turns,
+                                args.portable)
+    statements = [0]
+
+    def on_statement(*_: Any) -> None:
+        statements[0] += 1
+
+    sa.event.listen(app.store.engine, "before_cursor_execute", on_statement)
+    samples: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+
+    def measure(kind: str, fn: Callable[[], Any]) -> None:
+        before = (pg.count(), rd.count(), statements[0])
+        fn()
+        after = (pg.count(), rd.count(), statements[0])
+        samples[kind].append(tuple(b - a for a, b in zip(before, after, strict=True)))  # type: ignore[arg-type]
+
+    try:
+        drive(app, dispatcher, 1, lambda kind, fn: fn())  # warm pools, prepared statements, imports
+        drive(app, dispatcher, args.runs, measure)
+    finally:
+        app.close()
+        pg.stop()
+        rd.stop()
+    return {kind: tuple(statistics.mean(s[i] for s in rows) for i in range(3))  # type: ignore[misc]
+            for kind, rows in samples.items()}
+
+
+def time_steps(db_url: str, queue: str, prefix: str, args: Any) -> dict[str, float]:
+    """Per step kind: median ms of ``execute_step`` on direct connections."""
+    app, dispatcher = build_app(db_url, f"redis://{REDIS_HOST}:{REDIS_PORT}/0", queue, prefix, args.turns,
+                                args.portable)
+    samples: dict[str, list[float]] = defaultdict(list)
+
+    def measure(kind: str, fn: Callable[[], Any]) -> None:
+        began = time.perf_counter()
+        fn()
+        samples[kind].append((time.perf_counter() - began) * 1000.0)
+
+    try:
+        drive(app, dispatcher, 1, lambda kind, fn: fn())
+        drive(app, dispatcher, args.runs, measure)
+    finally:
+        app.close()
+    return {kind: statistics.median(values) for kind, values in samples.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run both phases and print the report."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--turns", type=int, default=6)
+    parser.add_argument("--portable", action="store_true", help="ablation: portable completion, no pipelines")
+    args = parser.parse_args(argv)
+    import redis
+
+    name = "lunora_hot_" + uuid.uuid4().hex[:8]
+    admin = sa.create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    db_url = ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    queue, prefix = "hot-" + uuid.uuid4().hex[:8], "hot-" + uuid.uuid4().hex[:8]
+    try:
+        trips = count_trips(db_url, queue, prefix, args)
+        ms = time_steps(db_url, queue, prefix, args)
+    finally:
+        client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT)
+        client.delete(queue, f"_kombu.binding.{queue}", *client.scan_iter(f"{prefix}:*"))
+        client.close()
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+    ablation = "; ABLATION --portable" if args.portable else ""
+    print(f"hot path: execute_step on PostgreSQL + Celery publish on Redis; "
+          f"{args.runs} runs x {2 * args.turns - 1} steps{ablation}")
+    for kind in sorted(trips):
+        pg_rt, redis_rt, sql = trips[kind]
+        print(f"  {kind:5s}: {pg_rt:4.1f} PostgreSQL round trips ({sql:.1f} statements), "
+              f"{redis_rt:.1f} Redis round trips, {ms[kind]:6.2f} ms/step (median)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""The reads of a step, fused with its claim or completion where the store can (fewer round trips).
+
+- Before the claim, a tool step needs the run and the memo of the turn that made its call (the
+  run's latest turn): ``SqlStore.get_run_with_latest_turn`` returns both in one query.
+- A turn's claim and its read of the thread history: ``SqlStore.claim_step_and_load_thread``
+  pipelines them.
+- After its completion, a tool step reads the run's ledger (the fan-in):
+  ``SqlStore.complete_step_and_list_steps`` pipelines the read behind the completion.
+
+Any other ``AgentStore`` is asked the plain way, one call per read.
+"""
+
+from __future__ import annotations
+
+from types import EllipsisType
+
+from lunora_jobs.engine.steps import TOOL_PREFIX
+from lunora_jobs.store.base import AgentStore
+from lunora_jobs.store.records import MessageRecord, RunRecord, StepClaim, StepCompletion, StepRecord
+
+
+def read_run(
+    store: AgentStore, run_id: str, step: str
+) -> tuple[RunRecord | None, StepRecord | EllipsisType | None]:
+    """The run, and for a tool step the ledger row of the run's latest turn (None: no such row).
+
+    The second value is ``...`` (not read) for other steps and for stores without the joined read;
+    ``ledger.find_call`` reads it itself then.
+    """
+    if not step.startswith(TOOL_PREFIX):
+        return store.get_run(run_id), ...
+    joined = getattr(store, "get_run_with_latest_turn", None)
+    if callable(joined):
+        run, latest = joined(run_id)
+        return run, latest
+    return store.get_run(run_id), ...
+
+
+def complete_and_read_ledger(
+    store: AgentStore, run_id: str, name: str, generation: int, completion: StepCompletion
+) -> tuple[bool, list[StepRecord] | None]:
+    """``complete_step``, then — if it landed — the run's ledger for the fan-in.
+
+    A store with ``complete_step_and_list_steps`` (``SqlStore``: one pipelined round trip on
+    PostgreSQL) reads the ledger after the completion in the same round trip; otherwise the ledger
+    is left to ``advance.fan_in`` (None).
+    """
+    fused = getattr(store, "complete_step_and_list_steps", None)
+    if callable(fused):
+        done, ledger = fused(run_id, name, generation, completion)
+        return bool(done), list(ledger)
+    return store.complete_step(run_id, name, generation, completion), None
+
+
+def claim_with_history(
+    store: AgentStore, run: RunRecord, step: str, *, owner: str, lease_ms: int, max_attempts: int
+) -> tuple[StepClaim, list[MessageRecord] | None]:
+    """A turn's claim and, when it claimed, the thread history its prompt is built from.
+
+    ``SqlStore.claim_step_and_load_thread`` pipelines both in one round trip on PostgreSQL; with
+    another store the history is None and ``turn.run_turn`` reads it itself.
+    """
+    fused = getattr(store, "claim_step_and_load_thread", None)
+    if callable(fused):
+        claim, history = fused(run.id, step, run.thread_id, owner=owner, lease_ms=lease_ms,
+                               max_attempts=max_attempts)
+        return claim, history
+    return store.claim_step(run.id, step, owner=owner, lease_ms=lease_ms, max_attempts=max_attempts), None

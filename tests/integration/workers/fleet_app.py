@@ -1,0 +1,155 @@
+"""The user app the worker-fleet tests run: ``LUNORA_APP=fleet_app:app`` (this folder on PYTHONPATH).
+
+Every tool counts its side effects durably in Redis (``FLEET_REDIS_URL``, keys under ``FLEET_PREFIX``):
+
+- ``<prefix>:exec``     hash idempotency_key -> number of executions (every attempt, even a killed one);
+- ``<prefix>:effects``  hash idempotency_key -> the effect's value, written with HSETNX: the dedupe a
+  real side-effecting tool does on ``ctx.idempotency_key``;
+- ``<prefix>:applied``  hash idempotency_key -> how many times the effect was actually applied
+  (incremented only when HSETNX created the entry) — must end at exactly 1 for every key.
+
+``block`` applies its effect, records its process id in ``<prefix>:pids``, announces itself on
+``<prefix>:entered`` and then waits until the flag ``<prefix>:release`` is set, so a test can SIGKILL the
+worker while the step is provably in the middle.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from functools import cache
+from typing import Any
+
+import redis
+
+from lunora_jobs.agent import define_agent
+from lunora_jobs.models.scripted import ScriptedModel, final_turn, tool_call_turn, tool_calls_turn
+from lunora_jobs.tools import ToolContext, define_tool
+
+STEP_TIMEOUT_S = float(os.environ.get("FLEET_STEP_TIMEOUT_S", "2"))
+# A killed step's lease lapses after step_timeout_s + this margin (the engine's default is 30 s).
+LEASE_MARGIN_S = float(os.environ.get("FLEET_LEASE_MARGIN_S", "0.5"))
+# A killed step's lease lapses after step_timeout_s + this margin (the engine's default is 30 s).
+@cache
+def _redis() -> redis.Redis:
+    return redis.Redis.from_url(os.environ["FLEET_REDIS_URL"], decode_responses=True)
+
+
+def _key(name: str) -> str:
+    return f"{os.environ['FLEET_PREFIX']}:{name}"
+
+
+def _apply_effect(ctx: ToolContext, value: str) -> None:
+    r = _redis()
+    r.hincrby(_key("exec"), ctx.idempotency_key, 1)
+    if r.hsetnx(_key("effects"), ctx.idempotency_key, value):
+        r.hincrby(_key("applied"), ctx.idempotency_key, 1)
+
+
+def _record(args: dict[str, Any], ctx: ToolContext) -> str:
+    _apply_effect(ctx, args["value"])
+    return f"recorded {args['value']}"
+
+
+def _block(args: dict[str, Any], ctx: ToolContext) -> str:
+    _apply_effect(ctx, args["value"])
+    r = _redis()
+    r.hset(_key("pids"), ctx.idempotency_key, os.getpid())
+    r.rpush(_key("entered"), ctx.idempotency_key)
+    # A flag, not a token: a token popped by a worker killed mid-BLPOP would be lost with it.
+    deadline = time.monotonic() + 60
+    while not r.exists(_key("release")):
+        if time.monotonic() > deadline:
+            raise TimeoutError("fleet test never released the blocking tool")
+        time.sleep(0.02)
+    return f"released {args['value']}"
+
+
+def _crash(args: dict[str, Any], ctx: ToolContext) -> str:
+    # A poison call: it takes its worker process down with it, every time it runs.
+    _redis().hincrby(_key("exec"), ctx.idempotency_key, 1)
+    os.kill(os.getpid(), signal.SIGKILL)
+    return "unreachable"
+
+
+_SCHEMA = {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
+record = define_tool(name="record", description="Record a value once.", input_schema=_SCHEMA, execute=_record)
+block = define_tool(
+    name="block", description="Record a value, then wait for the test.", input_schema=_SCHEMA, execute=_block
+)
+
+crash = define_tool(
+    name="crash", description="Kill the process running it.", input_schema=_SCHEMA, execute=_crash
+)
+
+fanout = define_agent(
+    name="fanout",
+    instructions="Record things in parallel.",
+    model=ScriptedModel([
+        tool_calls_turn([("f1", "record", {"value": "a"}), ("f2", "record", {"value": "b"}),
+                         ("f3", "record", {"value": "c"})]),
+        tool_calls_turn([("f4", "record", {"value": "d"}), ("f5", "record", {"value": "e"})]),
+        final_turn("all recorded"),
+    ]),
+    tools=[record],
+    step_timeout_s=STEP_TIMEOUT_S,
+)
+
+crashy = define_agent(
+    name="crashy",
+    instructions="Record, block, record.",
+    model=ScriptedModel([
+        tool_calls_turn([("c1", "record", {"value": "a"}), ("c2", "record", {"value": "b"})]),
+        tool_call_turn("c3", "block", {"value": "c"}),
+        tool_call_turn("c4", "record", {"value": "d"}),
+        final_turn("survived"),
+    ]),
+    tools=[record, block],
+    step_timeout_s=STEP_TIMEOUT_S,
+)
+
+lossy = define_agent(
+    name="lossy",
+    instructions="Block one call while its siblings wait in the broker.",
+    model=ScriptedModel([
+        tool_calls_turn([("l1", "block", {"value": "a"}), ("l2", "record", {"value": "b"}),
+                         ("l3", "record", {"value": "c"})]),
+        tool_call_turn("l4", "record", {"value": "d"}),
+        final_turn("recovered"),
+    ]),
+    tools=[record, block],
+    step_timeout_s=STEP_TIMEOUT_S,
+)
+
+poison = define_agent(
+    name="poison",
+    instructions="Call the poison tool.",
+    model=ScriptedModel([tool_call_turn("p1", "crash", {"value": "x"}), final_turn("never")]),
+    tools=[crash],
+    step_timeout_s=STEP_TIMEOUT_S,
+    max_attempts=2,
+)
+
+AGENTS = [fanout, crashy, lossy, poison]
+
+
+def build_app() -> Any:
+    """A fresh ``Lunora`` app on the current environment (the tests build one per test)."""
+    from lunora_jobs.runtime import Lunora
+
+    app = Lunora.from_env(agents=AGENTS)
+    app.deps.lease_margin_s = LEASE_MARGIN_S
+    return app
+
+
+@cache
+def _app() -> Any:
+    return build_app()
+
+
+def __getattr__(name: str) -> Any:
+    # ``app`` is built on first access (PEP 562), in the worker process, after the fork.
+    if name == "app":
+        return _app()
+    raise AttributeError(name)
