@@ -8,9 +8,10 @@ a category (10% selectivity, the filter) and a synthetic text drawn from its clu
 
 Measured per store and size: index chunks/s (upsert, plus optimize where the store needs one),
 p50/p95 ms of ``dense``, ``filtered`` (category filter), ``hybrid`` and ``hybrid+filter`` (dense +
-lexical legs of ``candidates`` = 40, RRF k=60, top 10; EdgeStore fuses in the engine, the others
-use ``bm25_lexical_store`` + ``rag.fusion``), and recall@10 of dense and filtered against exact
-search. Each measure runs up to ``--queries`` queries or ``--budget`` seconds (at least 5), so a
+lexical legs of ``candidates`` = 40, RRF k=60, top 10; the Qdrant stores run both legs in Qdrant
+on its sparse BM25 vectors via ``hybrid_query``, the others use ``bm25_lexical_store`` +
+``rag.fusion``), and recall@10 of dense and filtered against exact search. Each measure runs up to
+``--queries`` queries or ``--budget`` seconds (at least 5), so a
 slow store is sampled, not skipped; a store that cannot serve a size is skipped with a note.
 
 Run::

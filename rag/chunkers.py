@@ -73,11 +73,14 @@ def markdown_chunker(size: int = 1000, overlap: int = 200) -> Chunker:
             if prefix and len(prefix) + 2 > size // 2:
                 prefix = prefix[: size // 2 - 3] + "…"  # a trail must not eat the chunk
             budget = size - (len(prefix) + 2 if prefix else 0)
-            atoms: list[str] = []
+            atoms: list[tuple[str, str]] = []
             for block in blocks:
-                atoms.extend([block] if len(block) <= budget else split_sentences(block))
-            for body in pack(atoms, budget, min(overlap, budget // 2), "\n\n", len, _hard_split_chars):
-                out.append(f"{prefix}\n\n{body}" if prefix else body)
+                # A block packs whole, after a blank line; a block too big for one chunk is cut into
+                # sentences that keep the spacing they had (a space, or a line break in a list).
+                parts = [("", block)] if len(block) <= budget else _sentences_with_breaks(block)
+                atoms.extend(("\n\n" if n == 0 else sep, part) for n, (sep, part) in enumerate(parts))
+            packed = _pack(atoms, budget, min(overlap, budget // 2), len, _hard_split_chars, " ")
+            out.extend(f"{prefix}\n\n{body}" if prefix else body for body in packed)
         return out
 
     return chunk
@@ -118,25 +121,62 @@ def pack(
 ) -> list[str]:
     """Greedily join ``atoms`` with ``sep`` into pieces of ``measure <= limit``; carry up to ``overlap``
     of trailing atoms into the next piece; hard-split any atom that alone exceeds ``limit``."""
+    return _pack([(sep, atom) for atom in atoms], limit, overlap, measure, hard_split, sep)
+
+
+def _join(items: Sequence[tuple[str, str]]) -> str:
+    """``(separator before, text)`` items joined; the first item's separator is dropped."""
+    return "".join(text if n == 0 else sep + text for n, (sep, text) in enumerate(items))
+
+
+def _pack(
+    atoms: Sequence[tuple[str, str]],
+    limit: int,
+    overlap: int,
+    measure: Measure,
+    hard_split: Callable[[str, int], list[str]],
+    piece_sep: str,
+) -> list[str]:
+    """``pack`` over ``(separator before, atom)``: each atom says how it joins the one before it
+    (hard-split pieces of one atom join with ``piece_sep``)."""
     chunks: list[str] = []
-    current: list[str] = []
-    for atom in atoms:
-        for piece in hard_split(atom, limit) if measure(atom) > limit else [atom]:
-            if not current or measure(sep.join([*current, piece])) <= limit:
-                current.append(piece)
+    current: list[tuple[str, str]] = []
+    for lead, atom in atoms:
+        pieces = hard_split(atom, limit) if measure(atom) > limit else [atom]
+        for n, piece in enumerate(pieces):
+            item = (lead if n == 0 else piece_sep, piece)
+            if not current or measure(_join([*current, item])) <= limit:
+                current.append(item)
                 continue
-            chunks.append(sep.join(current))
-            tail: list[str] = []
+            chunks.append(_join(current))
+            tail: list[tuple[str, str]] = []
             for previous in reversed(current):
-                if overlap <= 0 or measure(sep.join([previous, *tail])) > overlap:
+                if overlap <= 0 or measure(_join([previous, *tail])) > overlap:
                     break
                 tail.insert(0, previous)
-            while tail and measure(sep.join([*tail, piece])) > limit:
+            while tail and measure(_join([*tail, item])) > limit:
                 tail.pop(0)
-            current = [*tail, piece]
+            current = [*tail, item]
     if current:
-        chunks.append(sep.join(current))
+        chunks.append(_join(current))
     return chunks
+
+
+def _sentences_with_breaks(block: str) -> list[tuple[str, str]]:
+    """``(separator before, sentence)`` of one block: the original break between two sentences
+    becomes a space, a line break, or a blank line (inside a fence) -- never more than it was."""
+    out: list[tuple[str, str]] = []
+    start, sep = 0, ""
+    for match in _SENTENCE_END.finditer(block):
+        sentence = block[start : match.start()].strip()
+        if sentence:
+            out.append((sep, sentence))
+            newlines = match.group().count("\n")
+            sep = "\n\n" if newlines > 1 else "\n" if newlines == 1 else " "
+        start = match.end()
+    if block[start:].strip():
+        out.append((sep, block[start:].strip()))
+    return out
 
 
 def _hard_split_chars(atom: str, limit: int) -> list[str]:

@@ -37,6 +37,7 @@ class RagConfig:
     transform_query: QueryTransform | None = None
     rls_filter: RlsFilter | None = None
     require_namespace: bool = False
+    allow_shared_namespace: bool = False
     embedding_model_version: str | None = None
     cache_embeddings: int = 0
     max_embedding_dimensions: int | Literal[False] | None = None

@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Literal
@@ -40,6 +41,8 @@ from rag.transform import QueryTransform
 
 __all__ = ["Rag", "RagConfig", "RetrieveOptions", "default_embedder", "default_vector_store", "define_rag"]
 
+log = logging.getLogger(__name__)
+
 
 def _pick(call: Any, declared: Any) -> Any:
     """Per-call override: ``False`` skips, ``None`` keeps the declaration, anything else replaces it."""
@@ -59,6 +62,7 @@ class Rag:
         self.lexical = config.lexical_store
         self.auth = auth
         self.conversation_id = conversation_id
+        self._warned_shared = False  # the namespace-less warning is logged once per bound rag
         limit = config.max_embedding_dimensions
         max_dims = config.store.capabilities.max_dimensions if limit is None else (limit or None)
         self.embedding = EmbeddingCalls(
@@ -74,6 +78,14 @@ class Rag:
         if namespace is None and self.config.require_namespace:
             raise NamespaceRequiredError(
                 f"rag {self.config.index!r} is multi-tenant (require_namespace=True): pass namespace=<tenant>"
+            )
+        if namespace is None and not self.config.allow_shared_namespace and not self._warned_shared:
+            self._warned_shared = True
+            log.warning(
+                "rag %r called without a namespace: every caller shares the default namespace. Pass "
+                "namespace=<tenant>, set require_namespace=True to make this an error (multi-tenant), "
+                "or allow_shared_namespace=True to silence it (single-tenant).",
+                self.config.index,
             )
         version = self.config.embedding_model_version
         return namespace if version is None else f"{namespace or ''}@{version}"
@@ -170,6 +182,7 @@ def define_rag(
     (default ``fixed_chunker(1000, 200)``). Other options (see ``RagConfig``): ``top_k``, ``candidates``,
     ``lexical_store``, ``lexical_top_k``, ``hybrid`` (False: never use a store's native hybrid query),
     ``rrf_k``, ``rerank``, ``transform_query``, ``rls_filter``, ``require_namespace``,
+    ``allow_shared_namespace`` (single-tenant: no warning for a namespace-less call),
     ``embedding_model_version``, ``cache_embeddings``, ``max_embedding_dimensions``, ``min_score``,
     ``chunk_context=(before, after)``.
     """
@@ -180,6 +193,10 @@ def define_rag(
     if version is not None and not VERSION_PATTERN.match(version):
         raise ConfigurationError(
             "embedding_model_version must match ^[A-Za-z0-9._-]{1,40}$, got " + repr(version)
+        )
+    if options.get("require_namespace") and options.get("allow_shared_namespace"):
+        raise ConfigurationError(
+            "require_namespace=True and allow_shared_namespace=True contradict each other: pick one"
         )
     if options.get("top_k", 5) < 1 or options.get("rrf_k", DEFAULT_RRF_K) < 0:
         raise ConfigurationError("top_k must be >= 1 and rrf_k >= 0")

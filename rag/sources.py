@@ -90,7 +90,8 @@ class RagSource:
         on_progress: Callable[[str, str], None] | None = None,
     ) -> SyncReport:
         """Index every listed object (unchanged ones cost one ``get`` and no embedding); prune the
-        ``known_keys`` this pass did not list. ``on_progress(key, outcome)`` is called per object."""
+        ``known_keys`` this pass did not list; then, if anything was written and the store has an
+        ``optimize()``, call it once. ``on_progress(key, outcome)`` is called per object."""
         report = SyncReport()
         seen: set[str] = set()
         for item in source.list():
@@ -107,6 +108,11 @@ class RagSource:
             report.pruned.append(key)
             if on_progress is not None:
                 on_progress(key, "pruned")
+        optimize = getattr(self.rag.store, "optimize", None)
+        if callable(optimize) and (report.indexed or report.pruned):
+            # Build the ANN index once for the whole pass (EdgeStore: HNSW), so the first query
+            # after a bulk load does not pay for it.
+            optimize()
         return report
 
     def _one(self, source: ObjectSource, obj: SourceObject) -> str:

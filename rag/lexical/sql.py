@@ -30,6 +30,7 @@ from rag.lexical.kernel import (
     term_frequencies,
 )
 from rag.stores.base import VectorHit
+from rag.stores.sql import create_table_once
 
 _LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 _BATCH = 500
@@ -85,11 +86,9 @@ class SqlLexicalStore:
 
     def ensure_tables(self) -> None:
         """Create both tables if missing; safe when several processes start at once."""
-        try:
-            self._meta.create_all(self.engine, checkfirst=True)
-        except sa.exc.SQLAlchemyError:
-            # Another process won the race between our check and our CREATE; its tables will do.
-            self._meta.create_all(self.engine, checkfirst=True)
+        # Table by table: a racing process may win one CREATE and lose the next.
+        for table in self._meta.sorted_tables:
+            create_table_once(self.engine, table)
 
     def upsert(self, records: Sequence[LexicalRecord], *, namespace: str | None = None) -> None:
         """Insert or replace records by id (one transaction)."""

@@ -1,7 +1,8 @@
 """``MemoryStore``: exact cosine search over numpy arrays, in process. For tests and small indexes.
 
 Vectors are normalised once at upsert, so a query is one matrix-vector product. Filters are evaluated
-with ``rag.filters.matches_metadata_filter`` (fail closed). Example::
+with ``rag.filters.matches_metadata_filter`` (fail closed), in score order and only until ``top_k``
+rows match. Example::
 
     store = MemoryStore()
     store.upsert([VectorRecord("a#0", [1.0, 0.0], "hello", {"org": "x"})], namespace="t1")
@@ -19,6 +20,7 @@ import numpy as np
 
 from rag.filters import matches_metadata_filter
 from rag.stores.base import StoreCapabilities, VectorHit, VectorRecord
+from rag.stores.ranking import best_first
 
 
 def unit(vector: Sequence[float]) -> np.ndarray:
@@ -75,17 +77,13 @@ class MemoryStore:
             if space.matrix is None:
                 space.ids = list(space.rows)
                 space.matrix = np.stack([space.rows[i][0] for i in space.ids])
-            ids, matrix = space.ids, space.matrix
-            if filter:
-                keep = [n for n, i in enumerate(ids) if matches_metadata_filter(space.rows[i][2], filter)]
-                ids, matrix = [ids[n] for n in keep], matrix[keep]
-            if not ids:
-                return []
-            scores = matrix @ unit(vector)
-            k = min(top_k, len(ids))
-            best = np.argpartition(-scores, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
-            order = sorted(best.tolist(), key=lambda n: (-float(scores[n]), ids[n]))
-            return [self._hit(space, ids[n], float(scores[n])) for n in order]
+            ids, rows = space.ids, space.rows
+            # Score everything (one matrix product), then evaluate the filter best first only as
+            # deep as needed: per row, the Python filter costs far more than the dot product.
+            scores = space.matrix @ unit(vector)
+            admit = None if not filter else (lambda n: matches_metadata_filter(rows[ids[n]][2], filter))
+            chosen = best_first(scores, ids, top_k=top_k, admit=admit)
+            return [self._hit(space, ids[n], float(scores[n])) for n in chosen]
 
     def get_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> list[VectorHit]:
         """Records by id (score 0), in the order given, skipping missing ones."""

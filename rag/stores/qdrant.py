@@ -30,7 +30,6 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from rag.stores.base import StoreCapabilities, VectorHit, VectorRecord
-from rag.stores.qdrant_filter import needs_metadata_guard, translate
 from rag.stores.qdrant_payload import (
     DENSE,
     HAS_META,
@@ -38,10 +37,11 @@ from rag.stores.qdrant_payload import (
     SPARSE,
     hit_of,
     index_schemas,
-    namespace_key,
     payload_of,
     point_id,
+    ranked,
     recheck,
+    scoped,
     sparse_document,
     sparse_query,
 )
@@ -57,7 +57,7 @@ _SCHEMAS: dict[str, qm.PayloadSchemaType] = {
 class _ClientFilters:
     """``QdrantFilterBuilder`` over ``qdrant_client.models``."""
 
-    def match_value(self, key: str, value: str | bool) -> Any:
+    def match_value(self, key: str, value: str | int | bool) -> Any:
         return qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
 
     def value_range(self, key: str, bounds: dict[str, float]) -> Any:
@@ -156,14 +156,26 @@ class QdrantStore:
 
     def scope_filter(self, namespace: str | None, flt: dict[str, Any] | None) -> qm.Filter | None:
         """The native filter for ``namespace`` + ``flt``, or ``None`` when nothing can match."""
-        translated = translate(flt, _ClientFilters(), prefix="metadata.")
-        if translated.nothing:
-            return None
-        conds = translated.conds  # always exact here: pydantic models express every condition
-        ns_cond = qm.FieldCondition(key=NS_FIELD, match=qm.MatchValue(value=namespace_key(namespace)))
-        if needs_metadata_guard(flt):  # a record without metadata never matches a filter
-            conds.append(qm.FieldCondition(key=HAS_META, match=qm.MatchValue(value=1)))
-        return qm.Filter(must=[ns_cond, *conds])
+        scope = scoped(_ClientFilters(), namespace, flt)  # always exact: pydantic expresses every condition
+        return None if scope is None else scope[0]
+
+    def _points(
+        self, top_k: int, namespace: str | None, flt: dict[str, Any] | None, **request: Any
+    ) -> list[VectorHit]:
+        """Run ``query_points(**request)`` scoped to ``namespace`` + ``flt``: the top ``top_k`` in a stable
+        order (see ``ranked``), re-checked in Python. ``request`` without ``prefetch`` gets the scope
+        as its filter; with ``prefetch`` the legs carry it already."""
+        scope = self.scope_filter(namespace, flt)
+        if scope is None or top_k <= 0 or not self._ready():
+            return []
+        if "prefetch" not in request:
+            request["query_filter"] = scope
+
+        def fetch(n: int) -> list[VectorHit]:
+            result = self.client.query_points(self.collection, limit=n, with_payload=True, **request)
+            return [hit_of(p.payload or {}, p.score) for p in result.points]
+
+        return recheck(ranked(fetch, top_k), flt)
 
     def query(
         self,
@@ -174,35 +186,13 @@ class QdrantStore:
         filter: dict[str, Any] | None = None,
     ) -> list[VectorHit]:
         """The ``top_k`` nearest records in ``namespace`` that match ``filter``, best first."""
-        scope = self.scope_filter(namespace, filter)
-        if scope is None or top_k <= 0 or not self._ready():
-            return []
-        result = self.client.query_points(
-            self.collection,
-            query=[float(x) for x in vector],
-            using=DENSE,
-            query_filter=scope,
-            limit=top_k,
-            with_payload=True,
-        )
-        return recheck([hit_of(p.payload or {}, p.score) for p in result.points], filter)
+        return self._points(top_k, namespace, filter, query=[float(x) for x in vector], using=DENSE)
 
     def lexical_query(
         self, text: str, *, top_k: int, namespace: str | None = None, filter: dict[str, Any] | None = None
     ) -> list[VectorHit]:
         """BM25 hits for ``text`` (Qdrant's tokenizer; IDF over the collection), best first."""
-        scope = self.scope_filter(namespace, filter)
-        if scope is None or top_k <= 0 or not self._ready():
-            return []
-        result = self.client.query_points(
-            self.collection,
-            query=_sparse(*sparse_query(text)),
-            using=SPARSE,
-            query_filter=scope,
-            limit=top_k,
-            with_payload=True,
-        )
-        return recheck([hit_of(p.payload or {}, p.score) for p in result.points], filter)
+        return self._points(top_k, namespace, filter, query=_sparse(*sparse_query(text)), using=SPARSE)
 
     def hybrid_query(
         self,
@@ -220,21 +210,14 @@ class QdrantStore:
         One round trip to a server; ``rrf_k`` is passed explicitly (qdrant-client's default is 2).
         """
         scope = self.scope_filter(namespace, filter)
-        if scope is None or top_k <= 0 or not self._ready():
+        if scope is None:
             return []
         pool = max(candidates, top_k)
         legs = [
             qm.Prefetch(query=[float(x) for x in vector], using=DENSE, filter=scope, limit=pool),
             qm.Prefetch(query=_sparse(*sparse_query(text)), using=SPARSE, filter=scope, limit=pool),
         ]
-        result = self.client.query_points(
-            self.collection,
-            prefetch=legs,
-            query=qm.RrfQuery(rrf=qm.Rrf(k=rrf_k)),
-            limit=top_k,
-            with_payload=True,
-        )
-        return recheck([hit_of(p.payload or {}, p.score) for p in result.points], filter)
+        return self._points(top_k, namespace, filter, prefetch=legs, query=qm.RrfQuery(rrf=qm.Rrf(k=rrf_k)))
 
     def get_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> list[VectorHit]:
         """Records by id (score 0), in the order given, skipping missing ones."""

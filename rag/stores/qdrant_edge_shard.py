@@ -34,8 +34,8 @@ _SCHEMAS: dict[str, Any] = {
 class EdgeFilters:
     """``QdrantFilterBuilder`` over ``qdrant_edge``."""
 
-    def match_value(self, key: str, value: str | bool) -> Any:
-        """Keyword equality; ``None`` (re-check in Python) for a bool."""
+    def match_value(self, key: str, value: str | int | bool) -> Any:
+        """Keyword or integer equality; ``None`` (re-check in Python) for a bool."""
         if isinstance(value, bool):
             # qdrant-edge-py 0.9 turns a Python bool into an integer match, which never matches a
             # stored JSON boolean; leave it to the Python re-check instead of returning nothing.

@@ -54,8 +54,8 @@ class Translation(Generic[C]):
 class QdrantFilterBuilder(Protocol, Generic[C]):
     """Constructors of one Qdrant binding's filter classes."""
 
-    def match_value(self, key: str, value: str | bool) -> C | None:
-        """``key == value`` for a keyword or bool; ``None`` when the binding cannot express it."""
+    def match_value(self, key: str, value: str | int | bool) -> C | None:
+        """``key == value`` for a keyword, integer or bool; ``None`` when the binding cannot express it."""
         ...
 
     def value_range(self, key: str, bounds: dict[str, float]) -> C:

@@ -10,13 +10,14 @@ server, local mode and the embedded shard score the lexical leg the same way.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import qdrant_edge as qe
 
 from rag.filters import matches_metadata_filter
 from rag.stores.base import VectorHit, VectorRecord
+from rag.stores.qdrant_filter import QdrantFilterBuilder, needs_metadata_guard, translate
 
 DEFAULT_NAMESPACE = "__default__"
 NS_FIELD = "ns"
@@ -26,6 +27,8 @@ DENSE = "dense"
 SPARSE = "bm25"
 _POINT_NS = uuid.UUID("6f1c1f0e-3c55-4a38-9d0a-1a0b5d3e7c21")
 BM25 = qe.Bm25()
+# Extra results fetched past a limit so a run of equal scores at the cut is seen whole.
+TIE_MARGIN = 8
 
 
 def namespace_key(namespace: str | None) -> str:
@@ -86,3 +89,38 @@ def hit_of(payload: Mapping[str, Any] | None, score: float) -> VectorHit:
         text=str(payload.get("text", "")),
         metadata=dict(payload.get("metadata") or {}),
     )
+
+
+def ranked(
+    fetch: Callable[[int], list[VectorHit]], limit: int, first: list[VectorHit] | None = None
+) -> list[VectorHit]:
+    """The best ``limit`` hits of ``fetch(n)`` (the engine's top ``n``) in a stable order.
+
+    Qdrant orders equal scores arbitrarily -- the embedded engine differently from call to call --
+    and RRF makes ties common (rank r in one leg only scores the same for every leg). So hits are
+    sorted by (score desc, chunk id) and fetched past ``limit`` until the cut falls between two
+    different scores: the same query on the same data always returns the same ids. ``first``, if
+    given, is ``fetch(limit + TIE_MARGIN)`` already run (e.g. in a batch).
+    """
+    n = limit + TIE_MARGIN
+    hits = fetch(n) if first is None else first
+    while True:
+        hits = sorted(hits, key=lambda h: (-h.score, h.id))
+        if len(hits) < n or len(hits) <= limit or hits[limit - 1].score > hits[-1].score:
+            return hits[:limit]
+        n *= 2
+        hits = fetch(n)
+
+
+def scoped(
+    builder: QdrantFilterBuilder[Any], namespace: str | None, flt: Mapping[str, Any] | None
+) -> tuple[Any, bool] | None:
+    """``(native filter, exact)`` for ``namespace`` + ``flt`` in ``builder``'s binding, or ``None`` when
+    nothing can match. ``exact`` is False when a condition was left out (over-fetch and re-check)."""
+    translated = translate(flt, builder, prefix="metadata.")
+    if translated.nothing:
+        return None
+    conds = [builder.match_value(NS_FIELD, namespace_key(namespace)), *translated.conds]
+    if needs_metadata_guard(flt):  # a record without metadata never matches a filter
+        conds.append(builder.match_value(HAS_META, 1))
+    return builder.filter([c for c in conds if c is not None], [], []), translated.exact

@@ -27,10 +27,21 @@ from lunora_jobs.config import normalize_database_url
 from lunora_jobs.errors import NamespaceTooLargeError
 from rag.filters import matches_metadata_filter
 from rag.stores.base import StoreCapabilities, VectorHit, VectorRecord
+from rag.stores.ranking import best_first
 
 DEFAULT_NAMESPACE = "__default__"
 _LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 _BLOB = sa.LargeBinary().with_variant(mysql.MEDIUMBLOB(), "mysql", "mariadb")
+
+
+def create_table_once(engine: sa.Engine, table: sa.Table) -> None:
+    """Create ``table`` (and its indexes) unless it exists, tolerating a concurrent creator: several
+    processes may start at once, and the loser of the check-then-create race gets "already exists"."""
+    try:
+        table.create(engine, checkfirst=True)
+    except sa.exc.DatabaseError:
+        if not sa.inspect(engine).has_table(table.name):
+            raise
 
 
 def vectors_table(metadata: sa.MetaData, name: str = "rag_vectors") -> sa.Table:
@@ -73,12 +84,7 @@ class SqlVectorStore:
         self.max_scan = max_scan
         self.table = vectors_table(sa.MetaData(), table)
         if create:
-            # checkfirst + tolerate a concurrent creator: several processes may start at once.
-            try:
-                self.table.create(self.engine, checkfirst=True)
-            except sa.exc.DatabaseError:
-                if not sa.inspect(self.engine).has_table(table):
-                    raise
+            create_table_once(self.engine, self.table)
 
     @staticmethod
     def _ns(namespace: str | None) -> str:
@@ -160,13 +166,13 @@ class SqlVectorStore:
             return []
         matrix = np.frombuffer(b"".join(r.vector for r in rows), dtype=np.float32).reshape(len(rows), -1)
         scores = matrix @ query
-        order = np.argsort(-scores, kind="stable")
-        if filter:
-            # Walk best first, parsing metadata only as far as needed: per row, the filter is the
-            # expensive part, not the dot product.
-            chosen = [int(i) for i in _first_matching(order, rows, filter, top_k)]
-        else:
-            chosen = [int(i) for i in order[:top_k]]
+
+        def admit(n: int) -> bool:
+            return matches_metadata_filter(json.loads(rows[n].metadata), filter)
+
+        # Walk best first, parsing metadata only as far as needed: per row, the filter is the
+        # expensive part, not the dot product.
+        chosen = best_first(scores, [r.id for r in rows], top_k=top_k, admit=admit if filter else None)
         found = {h.id: h for h in self.get_by_ids([rows[i].id for i in chosen], namespace=namespace)}
         return [
             VectorHit(rows[i].id, float(scores[i]), found[rows[i].id].text, found[rows[i].id].metadata)
@@ -189,13 +195,3 @@ class SqlVectorStore:
                 for r in conn.execute(stmt):
                     found[r.id] = VectorHit(id=r.id, score=0.0, text=r.text, metadata=json.loads(r.metadata))
         return [found[i] for i in ids if i in found]
-
-
-def _first_matching(order: np.ndarray, rows: Sequence[Any], flt: dict[str, Any], top_k: int) -> list[int]:
-    chosen: list[int] = []
-    for i in order:
-        if matches_metadata_filter(json.loads(rows[i].metadata), flt):
-            chosen.append(int(i))
-            if len(chosen) == top_k:
-                break
-    return chosen

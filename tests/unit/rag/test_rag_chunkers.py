@@ -151,3 +151,38 @@ def test_token_chunker_hard_splits_long_words_and_sentences() -> None:
 def test_token_chunker_requires_a_counter() -> None:
     with pytest.raises(ConfigurationError, match="count_tokens"):
         token_chunker(count_tokens=None)  # type: ignore[arg-type]
+
+
+def test_markdown_joins_sentences_of_one_paragraph_with_a_space() -> None:
+    # A paragraph too long for one chunk is packed sentence by sentence: its sentences stay on one
+    # line; only paragraphs/blocks are separated by a blank line.
+    text = (
+        "# Manual\n\n## Install\n\n"
+        "First sentence here. Second one follows. Third is longer than the others by far. "
+        "Fourth goes on and on for a while.\n\n"
+        "Another paragraph. With two sentences.\n\n"
+        "- item one.\n- item two."
+    )
+    chunks = markdown_chunker(size=120, overlap=0)(text)
+    trail = "# Manual > ## Install\n\n"
+    assert chunks == [
+        trail + "First sentence here. Second one follows. Third is longer than the others by far.",
+        trail + "Fourth goes on and on for a while.\n\nAnother paragraph. With two sentences.",
+        trail + "- item one.\n- item two.",
+    ]
+    overlapped = markdown_chunker(size=120, overlap=40)(text)
+    assert overlapped[1] == (
+        "# Manual > ## Install\n\nThird is longer than the others by far. Fourth goes on and on for a while."
+    )
+    for chunk in [*chunks, *overlapped]:
+        body = chunk.split("\n\n", 1)[1]
+        assert ".\n\nF" not in body and ".\n\nS" not in body and ".\n\nT" not in body
+
+
+def test_markdown_long_list_keeps_its_line_breaks_when_split() -> None:
+    items = "\n".join(f"- step {i} does one thing." for i in range(12))
+    chunks = markdown_chunker(size=120, overlap=0)("# Steps\n\n" + items)
+    assert len(chunks) > 1
+    for chunk in chunks:
+        body = chunk.removeprefix("# Steps\n\n")
+        assert body.startswith("- step") and "\n\n" not in body and ". -" not in body
