@@ -37,6 +37,9 @@ class ToolContext:
     """What a tool's ``execute`` gets besides its input. The engine builds it with keyword args.
 
     ``idempotency_key`` is the durable step name (``tool:<name>:<call_id>``): dedupe side effects on it.
+    It is stable across retries and replays of the step and unique within the run; a dedupe table
+    shared by many runs should key on ``f"{ctx.run_id}:{ctx.idempotency_key}"``, because some
+    providers (and the offline model) reuse call ids across runs.
     """
 
     idempotency_key: str
