@@ -35,10 +35,14 @@ def sweep_interval_s() -> float:
     return float(raw) if raw else DEFAULT_SWEEP_INTERVAL_S
 
 
+MIN_TICK_EXPIRY_S = 5.0
+
+
 def _tick(task: str, every: float) -> dict[str, Any]:
-    # A tick that waited in the queue longer than one interval is dropped (``expires``): the next
-    # one does the same work, and a backlog of stale ticks would only slow the workers down.
-    return {"task": task, "schedule": every, "options": {"expires": every}}
+    # A tick that waited in the queue too long is dropped (``expires``): the next one does the same
+    # work, and a backlog of stale ticks would only slow the workers down. Never less than a few
+    # seconds, though: a busy worker must not discard every tick of a fast schedule.
+    return {"task": task, "schedule": every, "options": {"expires": max(every, MIN_TICK_EXPIRY_S)}}
 
 
 def beat_schedule(interval: float | None = None) -> dict[str, dict[str, Any]]:

@@ -18,7 +18,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from celery import Celery
@@ -49,6 +49,34 @@ def _app_for(broker_url: str, queue: str) -> Celery:
     return _apps[key]
 
 
+def reuse_redis_client(channel: Any) -> None:
+    """Make a kombu Redis channel of the producer pool reuse one redis-py client for its publishes.
+
+    kombu builds a new ``redis.Redis`` (over the channel's connection pool) for every publish, and
+    building one costs ~0.1 ms of Python (its response-callback tables): a third of a step's
+    enqueue. The client is stateless over the pool, so one per channel serves every publish; it is
+    rebuilt if the channel gets a new pool. Other transports (RabbitMQ) are left alone.
+    """
+    if getattr(channel, "_lunora_reuses_client", False):
+        return
+    if type(channel).__module__ != "kombu.transport.redis":
+        return
+    cached: list[Any] = []
+
+    @contextlib.contextmanager
+    def conn_or_acquire(client: Any = None) -> Iterator[Any]:
+        if client:
+            yield client
+            return
+        pool = channel.pool
+        if not cached or cached[0] is not pool:
+            cached[:] = [pool, channel._create_client()]
+        yield cached[1]
+
+    channel.conn_or_acquire = conn_or_acquire
+    channel._lunora_reuses_client = True
+
+
 class CeleryDispatcher:
     """Enqueue step tasks on Celery.
 
@@ -70,6 +98,7 @@ class CeleryDispatcher:
         if not tasks:
             return
         with self.app.producer_or_acquire() as producer:
+            reuse_redis_client(producer.channel)
             batch = getattr(producer, "batch", None)
             scope = batch() if len(tasks) > 1 and batch is not None else contextlib.nullcontext()
             with scope:

@@ -19,12 +19,16 @@ wire and pinned by ``tests/integration/engine/test_engine_roundtrips.py`` (``ben
 prints them with ms per step). Reads run in autocommit, the pool's pre-ping polls the socket, and
 the fused store calls come from ``reads.py`` (any other store gets the plain calls):
 
-- turn: 3 PostgreSQL — run read; claim + thread history read (pipelined); completion (ONE statement:
+- turn: 2 PostgreSQL — run read + claim + thread history read (pipelined: ``reads.read_run_and_claim_turn``,
+  the claim conditioned in SQL on the run checks below; a claim not taken falls back to the run
+  checks and the plain claim, one round trip more); completion (ONE statement:
   step, thread seq/totals, messages, usage, run; a final turn frees the thread in it and the store
   refuses it if the run was cancelled meanwhile) — and 1 Redis: one enqueue of the whole fan-out
   (one pipelined broker round trip; none after a final turn).
-- tool: 3 PostgreSQL — run + latest turn memo (one joined read); claim; completion + fan-in read of
-  the ledger (pipelined) — and, only from the last tool of a turn, 1 Redis: the next turn's enqueue.
+- tool: 2 PostgreSQL — run + latest turn memo (one joined read) + claim, pipelined
+  (``reads.read_run_and_claim_tool``: claimed in SQL only if that memo holds the call, ungated; else
+  the plain claim after the checks, one round trip more); completion + fan-in read of the ledger
+  (pipelined) — and, only from the last tool of a turn, 1 Redis: the next turn's enqueue.
 
 Finishing a run after tools (``stopCondition`` / ``maxTurns``) costs one run read and two updates.
 A call gated by ``needs_approval`` adds one ledger read (is there a decision yet?) to its tool step.
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
@@ -42,8 +47,14 @@ from lunora_jobs.engine.cancel import release_if_cancelled
 from lunora_jobs.engine.concurrency import run_ended
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import StepKind, StepTask
-from lunora_jobs.engine.ledger import find_call
-from lunora_jobs.engine.reads import claim_with_history, complete_and_read_ledger, read_run
+from lunora_jobs.engine.ledger import fan_in_names, find_call, locate_call
+from lunora_jobs.engine.reads import (
+    claim_with_history,
+    complete_and_read_ledger,
+    read_run,
+    read_run_and_claim_tool,
+    read_run_and_claim_turn,
+)
 from lunora_jobs.engine.steps import StepName, approval_step, parse_step
 from lunora_jobs.engine.tool import LocatedCall, execute_tool, tool_result_completion
 from lunora_jobs.engine.turn import TurnResult, run_turn, turn_completion
@@ -54,6 +65,7 @@ from lunora_jobs.store.records import JSON, MessageRecord, RunRecord, StepClaim,
 log = logging.getLogger(__name__)
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
+History = list[MessageRecord] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +97,23 @@ class Engine:
     def execute(self, run_id: str, step: str) -> StepOutcome:
         """Run (or replay) step ``step`` of run ``run_id``."""
         store = self.deps.store
-        run, latest = read_run(store, run_id, step)  # a tool step gets its turn's memo in the same query
+        try:
+            name = parse_step(step)
+        except ValueError:
+            if store.get_run(run_id) is None:
+                return StepOutcome("missing")
+            raise
+        run, latest, claimed, history = self._read_and_claim(run_id, step, name)
         if run is None:
             return StepOutcome("missing")
-        name = parse_step(step)
+        if claimed is not None:  # the claim's SQL held every check made below (see reads.py)
+            found = None
+            if name.kind == "tool" and isinstance(latest, StepRecord) and name.call_id is not None:
+                found = locate_call(run.turns - 1, TurnResult.from_json(latest.result), name.call_id)
+                if found is None:  # pragma: no cover - the SQL condition found the call in this memo
+                    store.fail_step(run_id, step, claimed.step.generation, "call not found in its turn")
+                    return StepOutcome("skipped")
+            return self._on_claim(run, self.deps.agent(run.agent), name, step, claimed, found, history)
         if name.kind == "approval":
             return StepOutcome("waiting")
         if run.status in TERMINAL:
@@ -113,7 +138,6 @@ class Engine:
         # No run lock around the claim: the claim is one conditional upsert, so the database already
         # picks one winner among concurrent deliveries; a lock here cost two Redis round trips a step
         # and saved nothing (the work itself runs outside any lock either way).
-        history: list[MessageRecord] | None = None
         if name.kind == "turn":  # the turn's history read rides in the claim's round trip
             claim, history = claim_with_history(
                 store, run, step, owner=self.deps.worker_id, lease_ms=lease, max_attempts=agent.max_attempts
@@ -123,6 +147,22 @@ class Engine:
                 run_id, step, owner=self.deps.worker_id, lease_ms=lease, max_attempts=agent.max_attempts
             )
         return self._on_claim(run, agent, name, step, claim, located, history)
+
+    def _read_and_claim(
+        self, run_id: str, step: str, name: StepName
+    ) -> tuple[RunRecord | None, StepRecord | EllipsisType | None, StepClaim | None, History]:
+        """The run (+ a tool's turn memo), and where the store can fuse it, the claim (+ a turn's
+        history) in the same round trip. A None claim: check the run and claim the plain way."""
+        if name.kind == "turn" and name.turn is not None:
+            turn = read_run_and_claim_turn(self.deps, run_id, step, name.turn)
+            if turn is not None:
+                return turn[0], ..., turn[1], turn[2]
+        elif name.kind == "tool" and name.call_id is not None:
+            tool = read_run_and_claim_tool(self.deps, run_id, step, name.call_id)
+            if tool is not None:
+                return tool[0], tool[1], tool[2], None
+        run, latest = read_run(self.deps.store, run_id, step)  # a tool gets its turn's memo in the same query
+        return run, latest, None, None
 
     def _on_claim(
         self, run: RunRecord, agent: AgentDefinition, name: StepName, step: str, claim: StepClaim,
@@ -207,7 +247,11 @@ class Engine:
                     f"{type(exc).__name__}: {exc}")
             completion = tool_result_completion(run, located, text, is_error=True)
         # The fan-in's ledger read rides in the completion's round trip where the store can do that.
-        done, ledger = complete_and_read_ledger(self.deps.store, run.id, row.name, row.generation, completion)
+        # stop_when reads every turn's memo: then the whole ledger, else only this turn's rows.
+        names = None if agent.stop_when else fan_in_names(located)
+        done, ledger = complete_and_read_ledger(
+            self.deps.store, run.id, row.name, row.generation, completion, names
+        )
         if not done:
             release_if_cancelled(self.deps, run.id, row.name, row.generation)
             return StepOutcome("lost")

@@ -47,8 +47,17 @@ def locate_call(turn: int, result: TurnResult, call_id: str) -> LocatedCall | No
     """The call ``call_id`` of turn ``turn`` with its index, or None."""
     for index, call in enumerate(result.turn.tool_calls):
         if call.id == call_id:
-            return LocatedCall(turn, index, call, call.id in result.approvals)
+            return LocatedCall(turn, index, call, call.id in result.approvals, tuple(result.turn.tool_calls))
     return None
+
+
+def fan_in_names(located: LocatedCall) -> list[str]:
+    """The ledger rows a fan-in after a tool of ``located.turn`` reads: the turn, its tool steps and
+    their approval decisions (``turn_facts`` and ``on_step_finish`` look up nothing else)."""
+    names = [turn_step(located.turn)]
+    for call in located.turn_calls:
+        names += [tool_step(call.name, call.id), approval_step(call.id)]
+    return names
 
 
 def find_call(

@@ -7,6 +7,14 @@ trips a step and decided nothing the claim does not. It stays available (``deps.
 that is not a single statement. If the lock is unavailable (Redis down, contention past ``wait_s``)
 a holder proceeds without it: the ledger's unique ``(run_id, name)`` row and fenced completion decide.
 
+The sweep takes it too, under the reserved id ``SWEEP_LOCK_ID`` (suffixed with a hash of the
+database it sweeps: ``sweep.sweep_lock_id``), with ``wait_s=0`` and a short TTL, around one whole
+pass: two overlapping ticks (two beats started by mistake, a slow sweep still running when the next
+tick fires) then do not both scan every stalled run — the second one returns at once. This is the
+lock "saving work" where the ledger alone would only dedupe (each re-dispatch would still cost a
+task and a claim). ``contended`` tells a busy lock from an unavailable one: when Redis cannot be
+reached the sweep runs anyway, because it is the recovery path for lost messages.
+
 ``LocalLock`` serves one process (the embedded default and tests); ``RedisLock`` uses redis-py's
 ``Lock`` (``SET NX PX`` to take, a token-checked Lua script to release: one round trip each).
 """
@@ -19,6 +27,9 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, Protocol, runtime_checkable
 
 from lunora_jobs.engine.keys import DEFAULT_PREFIX, run_lock_key
+
+SWEEP_LOCK_ID = "~sweep"
+"""The lock id (prefix) one sweep pass holds (not a run id: run ids never start with ``~``)."""
 
 
 @runtime_checkable
@@ -104,3 +115,16 @@ class RedisLock:
                 # Expired or Redis gone: the TTL cleans up, the ledger stays right.
                 with suppress(redis.exceptions.LockError, redis.RedisError):
                     lock.release()
+
+
+def contended(lock: RunLock, run_id: str) -> bool:
+    """After ``hold`` yielded False: is another holder the reason (True), or was the lock service
+    unreachable (False: carry on without it)? One extra Redis read for ``RedisLock``, asked only then."""
+    if isinstance(lock, RedisLock):
+        import redis
+
+        try:
+            return bool(lock.client.exists(run_lock_key(lock.prefix, run_id)))
+        except redis.RedisError:
+            return False
+    return True  # an in-process lock cannot be unreachable

@@ -33,6 +33,8 @@ class LocatedCall:
     index: int
     call: ToolCall
     needs_approval: bool = False
+    turn_calls: tuple[ToolCall, ...] = ()
+    """Every call of that turn (what its fan-in looks up in the ledger)."""
 
 
 def tool_result_completion(

@@ -107,8 +107,11 @@ class AgentStore(Protocol):
     def update_run(self, run_id: str, **fields: Any) -> None:
         """Update any of: status, result, error, stopped, turns, input_tokens, output_tokens."""
 
-    def list_runs(self, *, thread_id: str | None = None, status: str | None = None) -> list[RunRecord]:
-        """Runs filtered by thread and/or status, oldest first."""
+    def list_runs(
+        self, *, thread_id: str | None = None, status: str | None = None, limit: int | None = None
+    ) -> list[RunRecord]:
+        """Runs filtered by thread and/or status, oldest first; at most ``limit`` when given (the sweep
+        asks for one bounded batch instead of every running run)."""
 
     # -- the step ledger --------------------------------------------------------------------
     def claim_step(

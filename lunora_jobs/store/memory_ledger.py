@@ -103,15 +103,18 @@ class MemoryLedgerMixin:
         with self._lock:
             self._patch_run(run_id, fields, self.clock())
 
-    def list_runs(self, *, thread_id: str | None = None, status: str | None = None) -> list[RunRecord]:
-        """Runs filtered by thread and/or status, oldest first."""
+    def list_runs(
+        self, *, thread_id: str | None = None, status: str | None = None, limit: int | None = None
+    ) -> list[RunRecord]:
+        """Runs filtered by thread and/or status, oldest first; at most ``limit`` when given."""
         with self._lock:
             found = [
                 r
                 for r in self._runs.values()
                 if (thread_id is None or r.thread_id == thread_id) and (status is None or r.status == status)
             ]
-        return sorted(found, key=lambda r: (r.created_at, r.id))
+        found.sort(key=lambda r: (r.created_at, r.id))
+        return found if limit is None else found[: max(limit, 0)]
 
     # -- the step ledger --------------------------------------------------------------------
     def claim_step(

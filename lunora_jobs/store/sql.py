@@ -13,6 +13,8 @@ migrations (``lunora db upgrade``) may touch the schema.
 from __future__ import annotations
 
 import select
+import sqlite3
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -39,9 +41,27 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys = ON")
-    cursor.execute("PRAGMA journal_mode = WAL")
+    _enable_wal(cursor)
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.close()
+
+
+def _enable_wal(cursor: Any) -> None:
+    # WAL is a property of the file, so only the first connection ever switches it. That switch
+    # needs an exclusive lock and SQLite answers SQLITE_BUSY at once instead of running the busy
+    # handler, so processes opening a fresh file together must retry it themselves.
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() in ("wal", "memory"):
+                return
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _socket_ping(dbapi_connection: Any, *, full_ping: Callable[[Any], bool]) -> bool:

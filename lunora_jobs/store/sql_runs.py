@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from types import SimpleNamespace
 from typing import Any
 
@@ -41,6 +42,29 @@ _RUN_WITH_LATEST_TURN = (
 """The run LEFT JOIN its latest turn's ledger row (the (run_id, name) key finds it: one index probe)."""
 
 
+@cache
+def pg_text(name: str) -> tuple[str, dict[str, Any]]:
+    """A hot-path read compiled once for PostgreSQL: (SQL text, constant parameters). Run through
+    ``exec_driver_sql``, it skips SQLAlchemy's per-call statement cache-key and compile lookup."""
+    from sqlalchemy.dialects.postgresql import psycopg
+
+    stmt = {"run": sa.select(runs).where(runs.c.id == sa.bindparam("run_id")),
+            "run_with_latest_turn": _RUN_WITH_LATEST_TURN}[name]
+    compiled = stmt.compile(dialect=psycopg.dialect())  # type: ignore[no-untyped-call]
+    return compiled.string, {k: v for k, v in compiled.params.items() if k != "run_id"}
+
+
+def run_and_latest_turn(row: Any) -> tuple[RunRecord | None, StepRecord | None]:
+    """Decode a row of ``_RUN_WITH_LATEST_TURN`` (None: no such run)."""
+    if row is None:
+        return None, None
+    m = row._mapping
+    if m["step_name"] is None:
+        return run_record(row), None
+    step = SimpleNamespace(_mapping={c.name: m[f"step_{c.name}"] for c in steps.c})
+    return run_record(row), step_record(step)
+
+
 class SqlRunsMixin(SqlBase):
     """Run operations of ``SqlStore``."""
 
@@ -76,8 +100,12 @@ class SqlRunsMixin(SqlBase):
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None."""
-        query = sa.select(runs).where(runs.c.id == run_id)
-        row = self._query(lambda conn: conn.execute(query).first())
+        if self.dialect == "postgresql":
+            sql, consts = pg_text("run")
+            row = self._query(lambda conn: conn.exec_driver_sql(sql, {**consts, "run_id": run_id}).first())
+        else:
+            query = sa.select(runs).where(runs.c.id == run_id)
+            row = self._query(lambda conn: conn.execute(query).first())
         return None if row is None else run_record(row)
 
     def get_run_with_latest_turn(self, run_id: str) -> tuple[RunRecord | None, StepRecord | None]:
@@ -86,14 +114,12 @@ class SqlRunsMixin(SqlBase):
         What a tool step reads before its claim: the run, and the memo of the turn that made the
         call. The step is None before the first turn completed (or if its row is missing).
         """
-        row = self._query(lambda conn: conn.execute(_RUN_WITH_LATEST_TURN, {"run_id": run_id}).first())
-        if row is None:
-            return None, None
-        m = row._mapping
-        if m["step_name"] is None:
-            return run_record(row), None
-        step = SimpleNamespace(_mapping={c.name: m[f"step_{c.name}"] for c in steps.c})
-        return run_record(row), step_record(step)
+        if self.dialect == "postgresql":
+            sql, consts = pg_text("run_with_latest_turn")
+            row = self._query(lambda conn: conn.exec_driver_sql(sql, {**consts, "run_id": run_id}).first())
+        else:
+            row = self._query(lambda conn: conn.execute(_RUN_WITH_LATEST_TURN, {"run_id": run_id}).first())
+        return run_and_latest_turn(row)
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         """Update any of: status, result, error, stopped, turns, input_tokens, output_tokens.
@@ -108,12 +134,16 @@ class SqlRunsMixin(SqlBase):
 
         self._write(work)
 
-    def list_runs(self, *, thread_id: str | None = None, status: str | None = None) -> list[RunRecord]:
-        """Runs filtered by thread and/or status, oldest first."""
+    def list_runs(
+        self, *, thread_id: str | None = None, status: str | None = None, limit: int | None = None
+    ) -> list[RunRecord]:
+        """Runs filtered by thread and/or status, oldest first; at most ``limit`` (a LIMIT in SQL)."""
         query = sa.select(runs).order_by(runs.c.created_at, runs.c.id)
         if thread_id is not None:
             query = query.where(runs.c.thread_id == thread_id)
         if status is not None:
             query = query.where(runs.c.status == status)
+        if limit is not None:
+            query = query.limit(max(limit, 0))
         with self._read() as conn:
             return [run_record(row) for row in conn.execute(query)]

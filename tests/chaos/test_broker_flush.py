@@ -20,7 +20,7 @@ def test_lost_start_message_is_recovered_by_the_beat_driven_sweep(
         run_id = fleet.start_run("fanout")  # no worker yet: the first turn waits in the broker
         assert fleet.broker.llen(fleet.queue) == 1, (fleet.broker.keys("*"), fleet.explain(run_id))
         fleet.broker.flushdb()  # ... and is lost
-        fleet.start_worker(concurrency=2)
+        fleet.start_worker(concurrency=2, loglevel="INFO")  # INFO: the log shows each sweep tick
         time.sleep(1.0)  # give a (wrongly) surviving message every chance to show up
         assert fleet.app.store.list_steps(run_id) == []  # nothing ran: the message is really gone
 

@@ -23,14 +23,15 @@ from engine_it_support import weather_agent, weather_stub
 from lunora_jobs import Lunora, ScriptedModel, final_turn, tool_call_turn, tool_calls_turn
 from lunora_jobs.store import create_store
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+# Appended, not prepended: bench/rag.py must never shadow the ``rag`` package for later imports.
+sys.path.append(str(Path(__file__).resolve().parents[3] / "bench"))
 from rtproxy import RoundTripProxy
 
 pytestmark = pytest.mark.integration
 
-MAX_PG_PER_STEP = {"turn": 3, "tool": 3}
-"""Turn: run read; claim + history read (pipelined); completion. Tool: run + turn memo read (one
-query); claim; completion + fan-in ledger read (pipelined). A completion is ONE statement; reads
+MAX_PG_PER_STEP = {"turn": 2, "tool": 2}
+"""Turn: run read + claim + history read (pipelined); completion. Tool: run + turn memo read (one
+query) + claim (pipelined); completion + fan-in ledger read (pipelined). A completion is ONE statement; reads
 run in autocommit; the pool's pre-ping polls the socket instead of the server."""
 
 MAX_REDIS_PER_STEP = 1

@@ -138,7 +138,9 @@ def build_app() -> Any:
     """A fresh ``Lunora`` app on the current environment (the tests build one per test)."""
     from lunora_jobs.runtime import Lunora
 
-    app = Lunora.from_env(agents=AGENTS)
+    # The fleet's own Redis namespace for run/sweep locks: a sweep lock left by a worker killed in
+    # another test must not make this fleet's sweeps skip.
+    app = Lunora.from_env(agents=AGENTS, redis_prefix=os.environ["FLEET_PREFIX"])
     app.deps.lease_margin_s = LEASE_MARGIN_S
     return app
 

@@ -1,8 +1,9 @@
 """A small worker fleet for tests: real ``celery worker`` processes, a real broker, a real store.
 
-Each ``Fleet`` owns a private queue, a Redis db used as its broker (dbs 10-15 belong to these suites,
-so the broker db may be flushed), a key prefix for the tools' counters and the run locks, and a fresh
-PostgreSQL database. ``close()`` kills every worker it started and removes what it created.
+Each ``Fleet`` owns a private queue on a Redis broker db (dbs 10-15 belong to these suites; only
+``test_broker_flush`` flushes one, db 12, its own), a key prefix for the tools' counters and the
+run/sweep locks, and a fresh PostgreSQL database. ``close()`` kills every worker it started and
+removes the keys it created — never a whole db, since another session may share it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ TERMINAL = ("completed", "failed", "cancelled")
 
 
 class Fleet:
-    """Workers + the test process's own ``Lunora`` app on the same broker, queue and database."""
+    """Workers + the test process's own ``Lunora`` app on the same broker, queue and database.
+
+    Everything it touches is namespaced (queue, Redis key prefix, database), so several fleets —
+    even several test sessions — can share the broker db.
+    """
 
     def __init__(
         self, database_url: str, broker_db: int, monkeypatch: Any, *, broker_url: str | None = None
@@ -57,7 +62,6 @@ class Fleet:
         monkeypatch.syspath_prepend(str(HERE))
         self.broker = redis.Redis.from_url(f"{REDIS_BASE}/{broker_db}")
         self.counters = redis.Redis.from_url(self.env["FLEET_REDIS_URL"], decode_responses=True)
-        self.broker.flushdb()  # our own db: leftovers of an earlier, killed session must not leak in
         import fleet_app
 
         self.app = fleet_app.build_app()
@@ -84,7 +88,7 @@ class Fleet:
         """Kill every worker, then remove the broker data and counter keys this fleet created."""
         for worker in self.workers:
             worker.stop(timeout=5)
-        self.broker.flushdb()
+        self.drop_broker_keys()
         if not self.redis_broker:
             kombu: Any = importlib.import_module("kombu")  # untyped library
 
@@ -100,6 +104,17 @@ class Fleet:
         steps = [(s.name, s.status, s.attempt, s.lease_owner, s.error) for s in rows]
         return (f"run={self.app.store.get_run(run_id)}\nsteps={steps}\nexecutions={self.executions()}\n"
                 f"applied={self.applied()}\n{self.logs()}")
+
+    def drop_broker_keys(self) -> None:
+        """Remove this fleet's queue and its unacknowledged copies from the Redis broker db — never
+        the whole db: another session may be running a fleet on the same db right now."""
+        queue = self.queue.encode()
+        bindings = (f"_kombu.binding.{self.queue}", f"_kombu.binding_permanent.{self.queue}")
+        self.broker.delete(self.queue, *bindings)
+        for tag, payload in self.broker.hscan_iter("unacked"):
+            if queue in payload:
+                self.broker.hdel("unacked", tag)
+                self.broker.zrem("unacked_index", tag)
 
     def logs(self) -> str:
         """Every worker's output, for assertion messages."""

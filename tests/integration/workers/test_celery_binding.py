@@ -112,7 +112,8 @@ def test_beat_schedule_ticks_the_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     schedule = beat_schedule()
     assert schedule["lunora-sweep"]["task"] == "lunora.sweep"
     assert schedule["lunora-sweep"]["schedule"] == 2.5
-    assert schedule["lunora-sweep"]["options"]["expires"] == 2.5  # a stale tick is dropped
+    assert schedule["lunora-sweep"]["options"]["expires"] == 5.0  # a stale tick is dropped, not a late one
+    assert beat_schedule(30.0)["lunora-sweep"]["options"]["expires"] == 30.0
     assert "lunora-sweep" in app.conf.beat_schedule
 
 
