@@ -68,7 +68,7 @@ def worker(ctx: typer.Context) -> None:
 
 @app.command("beat", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def beat(ctx: typer.Context) -> None:
-    """Celery beat: cron entries, due delayed runs, the sweep tick. Run one replica."""
+    """Celery beat: the sweep tick that re-enqueues stalled runs. Run one replica."""
     _call("workers.celery_app:main", ["beat", *ctx.args])
 
 
