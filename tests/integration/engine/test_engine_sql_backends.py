@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 import redis
@@ -45,6 +46,16 @@ def redis_lock(redis_url: str, redis_prefix: str) -> Iterator[RedisLock]:
     assert leftovers == [], "every run lock must be released"
 
 
+def _weather_app(
+    store: SqlStore, lock: RedisLock, dispatcher: RecordingDispatcher, model: ScriptedModel, **agent: Any
+) -> Lunora:
+    """The support agent on a real store and Redis lock, steps recorded instead of enqueued."""
+    return Lunora(
+        [weather_agent(**agent)], store=store, dispatcher=dispatcher, lock=lock, model=model,
+        functions={"weather:lookup": weather_stub},
+    )
+
+
 @pytest.mark.parametrize("url_fixture", ["pg_url", "mysql_url", "sqlite_url"])
 def test_seed_flow_on_every_sql_backend(
     url_fixture: str, request: pytest.FixtureRequest, redis_lock: RedisLock
@@ -80,14 +91,7 @@ def test_seed_flow_on_every_sql_backend(
 def test_concurrent_deliveries_of_one_step_run_it_once(pg_store: SqlStore, redis_lock: RedisLock) -> None:
     dispatcher = RecordingDispatcher()
     model = ScriptedModel([tool_call_turn("c1", "get_weather", {"city": "Oslo"}), final_turn("Cold.")])
-    app = Lunora(
-        [weather_agent()],
-        store=pg_store,
-        dispatcher=dispatcher,
-        lock=redis_lock,
-        model=model,
-        functions={"weather:lookup": weather_stub},
-    )
+    app = _weather_app(pg_store, redis_lock, dispatcher, model)
     handle = app.agents.support.run(input="Oslo?", thread_key="t")
     assert app.execute_step(handle.id, "llm:turn:0").status == "completed"
     step = "tool:get_weather:c1"
@@ -113,14 +117,7 @@ def test_parallel_tools_finish_in_any_order_and_the_ledger_dispatches_the_next_t
             final_turn("Four cities."),
         ]
     )
-    app = Lunora(
-        [weather_agent()],
-        store=pg_store,
-        dispatcher=dispatcher,
-        lock=redis_lock,
-        model=model,
-        functions={"weather:lookup": weather_stub},
-    )
+    app = _weather_app(pg_store, redis_lock, dispatcher, model)
     handle = app.agents.support.run(input="four cities", thread_key="t")
     app.execute_step(handle.id, "llm:turn:0")
     tools = [s for s in dispatcher.steps() if s.startswith("tool:")]
@@ -152,14 +149,7 @@ def test_crash_takeover_and_poison_on_postgres(pg_url: str, redis_lock: RedisLoc
     try:
         dispatcher = RecordingDispatcher()
         model = ScriptedModel([tool_call_turn("c1", "get_weather", {"city": "Rome"}), final_turn("Warm.")])
-        app = Lunora(
-            [weather_agent(max_attempts=2)],
-            store=store,
-            dispatcher=dispatcher,
-            lock=redis_lock,
-            model=model,
-            functions={"weather:lookup": weather_stub},
-        )
+        app = _weather_app(store, redis_lock, dispatcher, model, max_attempts=2)
         handle = app.agents.support.run(input="Rome?", thread_key="t")
         # A worker claims turn 0 and dies: nothing recorded, the lease runs.
         assert store.claim_step(handle.id, "llm:turn:0", owner="dead", lease_ms=LEASE_MS).outcome == "claimed"
@@ -188,14 +178,7 @@ def test_crash_takeover_and_poison_on_postgres(pg_url: str, redis_lock: RedisLoc
 def test_round_trips_per_step_on_postgres(pg_store: SqlStore, redis_lock: RedisLock) -> None:
     dispatcher = RecordingDispatcher()
     model = ScriptedModel([tool_call_turn("c1", "get_weather", {"city": "Oslo"}), final_turn("Cold.")])
-    app = Lunora(
-        [weather_agent()],
-        store=pg_store,
-        dispatcher=dispatcher,
-        lock=redis_lock,
-        model=model,
-        functions={"weather:lookup": weather_stub},
-    )
+    app = _weather_app(pg_store, redis_lock, dispatcher, model)
     handle = app.agents.support.run(input="Oslo?", thread_key="t")
     with count_statements(pg_store.engine) as turn_sql:
         app.execute_step(handle.id, "llm:turn:0")
