@@ -37,7 +37,7 @@ def db_upgrade(
     url: Annotated[str | None, typer.Option(help="Database URL (default: LUNORA_DATABASE_URL).")] = None,
 ) -> None:
     """Apply the forward-only Alembic migrations."""
-    _call("lunora_jobs.store.migrate:upgrade", url=url, revision=revision)
+    _call("lunora_jobs.store.migrations:upgrade", url=url, revision=revision)
 
 
 @rag_app.command("sync")

@@ -33,7 +33,7 @@ def now_ms(deps: EngineDeps) -> int:
     clock = getattr(deps.store, "clock", None)
     if callable(clock):
         return int(clock())
-    from lunora_jobs.store.codec import wall_clock
+    from lunora_jobs.store import wall_clock
 
     return wall_clock()
 

@@ -26,7 +26,7 @@ from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.runinfo import run_info
 from lunora_jobs.engine.steps import message_key, user_position
 from lunora_jobs.errors import ConflictError
-from lunora_jobs.store.codec import wall_clock
+from lunora_jobs.store import wall_clock
 from lunora_jobs.store.records import NewMessage, RunRecord, ThreadRecord
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})

@@ -1,5 +1,6 @@
-"""Durable agent state: the ``AgentStore`` protocol, ``SqlStore`` (Postgres, MySQL/MariaDB, SQLite)
-and ``InMemoryStore``, its single-process twin.
+"""Durable agent state: the ``AgentStore`` protocol (``base``), ``SqlStore`` (``sql/``: Postgres,
+MySQL/MariaDB, SQLite) and ``InMemoryStore`` (``memory/``), its single-process twin; action proposals
+(``proposals/``); the tables (``schema``), provisioning (``ddl``) and the migrations (``migrations/``).
 
 Example::
 
@@ -9,9 +10,11 @@ Example::
     store.append_message(thread.id, NewMessage(key="run-1:user:0", role="user", content="hi"))
 """
 
+from lunora_jobs.store._codec import Clock, wall_clock
 from lunora_jobs.store.base import MAX_IDENTITY, AgentStore
 from lunora_jobs.store.ddl import ensure_tables
-from lunora_jobs.store.memory import InMemoryStore
+from lunora_jobs.store.memory import InMemoryProposalStore, InMemoryStore
+from lunora_jobs.store.proposals import ActionProposalStore
 from lunora_jobs.store.records import (
     JSON,
     MessageRecord,
@@ -27,18 +30,22 @@ from lunora_jobs.store.records import (
     UsageEntry,
     UsageTotals,
 )
-from lunora_jobs.store.sql import SqlStore, create_engine, create_store
+from lunora_jobs.store.sql import SqlProposalStore, SqlStore, create_engine, create_store
 
 __all__ = [
     "JSON",
     "MAX_IDENTITY",
+    "ActionProposalStore",
     "AgentStore",
+    "Clock",
+    "InMemoryProposalStore",
     "InMemoryStore",
     "MessageRecord",
     "NewMessage",
     "NewRun",
     "RunRecord",
     "ScheduleRecord",
+    "SqlProposalStore",
     "SqlStore",
     "StepClaim",
     "StepCompletion",
@@ -50,4 +57,5 @@ __all__ = [
     "create_engine",
     "create_store",
     "ensure_tables",
+    "wall_clock",
 ]

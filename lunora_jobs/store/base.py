@@ -170,7 +170,7 @@ class AgentStore(Protocol):
     def usage_between(self, actor: str, start_ms: int, end_ms: int) -> UsageTotals:
         """Sums over ``start_ms <= created_at < end_ms`` (one SUM in the database)."""
 
-    # -- approvals, cancellation, run concurrency (sql_hitl.py / memory_hitl.py) -------------
+    # -- approvals, cancellation, run concurrency -----------------------------------------------
     def transition_run(self, run_id: str, from_statuses: Collection[str], **fields: Any) -> bool:
         """``update_run`` only while the run's status is in ``from_statuses``; True if it applied."""
 

@@ -300,7 +300,7 @@ action_proposals = sa.Table(
     **MYSQL_OPTIONS,
 )
 
-# -- agent_run_queue: runs waiting for their thread (on_concurrent_run="queue"; see sql_hitl) --
+# -- agent_run_queue: runs waiting for their thread (on_concurrent_run="queue"; see sql/_run_queue) --
 
 # ``seq`` is the arrival order (an autoincrement, so two processes enqueueing in the same
 # millisecond still get a total order); a run is queued at most once.

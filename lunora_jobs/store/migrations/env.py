@@ -1,4 +1,4 @@
-"""Alembic environment: run migrations on the URL ``lunora_jobs.store.migrate`` hands over."""
+"""Alembic environment: run migrations on the URL ``lunora_jobs.store.migrations`` hands over."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def run_migrations_online() -> None:
     """Migrate over a live connection (the only mode: the DDL reads the catalog first)."""
     url = config.attributes.get("url") or config.get_main_option("sqlalchemy.url")
     if not url:
-        raise RuntimeError("no database URL: pass one to lunora_jobs.store.migrate.upgrade(url=...)")
+        raise RuntimeError("no database URL: pass one to lunora_jobs.store.migrations.upgrade(url=...)")
     engine = create_engine(url)
     try:
         with engine.connect() as connection:

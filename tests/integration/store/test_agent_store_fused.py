@@ -1,6 +1,7 @@
 """The fused hot-path calls answer exactly what their two plain calls answer, on every SQL backend.
 
-On PostgreSQL they are one pipelined round trip (``sql_hotpath``); elsewhere the two plain calls.
+On PostgreSQL they are one pipelined round trip (``store/sql/_fused_calls.py``); elsewhere the two
+plain calls.
 Also the joined pre-claim read, ``get_run_with_latest_turn``.
 """
 

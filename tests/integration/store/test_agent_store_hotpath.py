@@ -78,7 +78,7 @@ def test_claim_and_complete_round_trips_and_wall_time(pg_url: str) -> None:
     )
     # claim: 1 autocommit upsert (no BEGIN/COMMIT); complete: ONE autocommit statement whose
     # data-modifying CTEs update the step, the thread (seq + totals) and the run and insert the
-    # messages and the usage row (see sql_complete_pg) — two round trips per step in all.
+    # messages and the usage row (see store/sql/_postgres/completion.py) — two round trips per step in all.
     assert per_step["statements"] == 2
     assert per_step["transactions"] == 0
     run = store.get_run("r1")

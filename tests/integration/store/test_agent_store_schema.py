@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from lunora_jobs.store import SqlStore, create_engine, ensure_tables
 from lunora_jobs.store.ddl import column_names, index_names, table_names
-from lunora_jobs.store.migrate import current, upgrade
+from lunora_jobs.store.migrations import current, upgrade
 from lunora_jobs.store.schema import metadata
 
 pytestmark = pytest.mark.integration

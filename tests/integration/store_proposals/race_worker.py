@@ -12,8 +12,7 @@ import sys
 
 import sqlalchemy as sa
 
-from lunora_jobs.store.proposals_sql import SqlProposalStore
-from lunora_jobs.store.sql import create_engine
+from lunora_jobs.store.sql import SqlProposalStore, create_engine
 
 
 def main(url: str, worker_id: str) -> None:

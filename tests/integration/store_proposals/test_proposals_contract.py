@@ -18,6 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from lunora_jobs.errors import ConflictError, IdentityTooLongError, NotFoundError
+from lunora_jobs.store.memory import InMemoryProposalStore
 from lunora_jobs.store.proposals import (
     ActionProposal,
     ActionProposalStore,
@@ -27,10 +28,8 @@ from lunora_jobs.store.proposals import (
     action_proposal_id,
     default_idempotency_key,
 )
-from lunora_jobs.store.proposals_memory import InMemoryProposalStore
-from lunora_jobs.store.proposals_sql import SqlProposalStore
 from lunora_jobs.store.schema import action_proposals, metadata, threads
-from lunora_jobs.store.sql import create_engine
+from lunora_jobs.store.sql import SqlProposalStore, create_engine
 
 pytestmark = pytest.mark.integration
 

@@ -8,10 +8,9 @@ import sqlalchemy as sa
 from lunora_jobs.errors import NotFoundError
 from lunora_jobs.store.ddl import ensure_tables, index_names
 from lunora_jobs.store.proposals import NewActionProposal, ProposalScope
-from lunora_jobs.store.proposals_sql import SqlProposalStore
-from lunora_jobs.store.proposals_sql_rows import discovery_query, expiry_query
 from lunora_jobs.store.schema import threads
-from lunora_jobs.store.sql import create_engine
+from lunora_jobs.store.sql import SqlProposalStore, create_engine
+from lunora_jobs.store.sql._proposals.rows import discovery_query, expiry_query
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lunora_jobs.errors import IdentityTooLongError
-from lunora_jobs.store.codec import RUN_ADD, RUN_SET, check_identity, dump, load, split_patch, utc_day
+from lunora_jobs.store._codec import RUN_ADD, RUN_SET, check_identity, dump, load, split_patch, utc_day
 
 
 def test_identity_limit_is_255_characters() -> None:

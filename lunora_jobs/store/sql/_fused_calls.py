@@ -1,0 +1,162 @@
+"""Fused store calls for the durable step's hot path: two operations, one round trip on PostgreSQL.
+
+- ``complete_step_and_list_steps``: the completion (one statement) and the run's ledger read that
+  follows it (the tool step's fan-in), pipelined. The read runs after the completion in the same
+  implicit transaction, so it sees this step completed; a sibling that completes concurrently
+  waits on the run row this completion locked, then its own read sees this step — so of two
+  parallel tools at least the later one sees both done, exactly as with two round trips.
+
+- ``claim_step_and_load_thread``: the claim (one upsert) and the thread's history read a turn
+  needs, pipelined. The history is only used when the claim succeeded; on any other outcome the
+  plain ``claim_step`` runs to explain it (busy, completed, exhausted, ...).
+
+- ``read_run_and_claim_tool``: the same for a tool step — the run with its latest turn's memo
+  (the joined read of ``get_run_with_latest_turn``) and a claim conditioned on that memo holding
+  the call, ungated (``TOOL_CLAIM_SQL``).
+
+- ``read_run_and_claim_turn``: a whole turn's reads and claim in ONE round trip — the run, a claim
+  conditioned on what the engine checks in the run before claiming (not terminal, ``turn`` turns
+  done, one of the given agents), and the thread history. When the condition or the claim fails,
+  no claim is returned and the engine continues the plain way with the run it got.
+
+Other dialects (and ``single_statement_completion = False``) make the two plain calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from lunora_jobs.errors import NotFoundError
+from lunora_jobs.store._codec import check_identity
+from lunora_jobs.store.records import MessageRecord, RunRecord, StepClaim, StepCompletion, StepRecord
+from lunora_jobs.store.sql._postgres.pipeline import Record, pipelined
+from lunora_jobs.store.sql._postgres.statements import (
+    CLAIM_SQL,
+    HISTORY_SQL,
+    LEDGER_NAMES_SQL,
+    LEDGER_SQL,
+    RUN_HISTORY_SQL,
+    RUN_SQL,
+    TOOL_CLAIM_SQL,
+    TURN_CLAIM_SQL,
+)
+from lunora_jobs.store.sql._rows import message_record, run_record, step_record
+from lunora_jobs.store.sql._runs import pg_text, run_and_latest_turn
+from lunora_jobs.store.sql._steps import SqlStepsMixin
+
+
+class SqlFusedCallsMixin(SqlStepsMixin):
+    """Fused hot-path operations of ``SqlStore``."""
+
+    def complete_step_and_list_steps(
+        self, run_id: str, name: str, generation: int, completion: StepCompletion,
+        names: Sequence[str] | None = None,
+    ) -> tuple[bool, list[StepRecord]]:
+        """``complete_step`` then ``list_steps``: one round trip on PostgreSQL, two elsewhere.
+
+        ``names``: only these ledger rows are needed (PostgreSQL then reads just them, not a long
+        run's whole ledger); other dialects may return more rows, never fewer.
+        """
+        if self.dialect != "postgresql" or not self.single_statement_completion:
+            return self.complete_step(run_id, name, generation, completion), self.list_steps(run_id)
+        self._prepare()
+        sql, params = self._pg_completion(run_id, name, generation, completion)
+        read = (LEDGER_SQL, {"run_id": run_id}) if names is None else (
+            LEDGER_NAMES_SQL, {"run_id": run_id, "names": list(names)})
+
+        def work(conn: Connection) -> tuple[bool, list[StepRecord]]:
+            done, ledger = pipelined(conn, [(sql, params), read])
+            return done[0]["count"] == 1, [step_record(Record(row)) for row in ledger]
+
+        return self._write(work, autocommit=True)
+
+    def claim_step_and_load_thread(
+        self, run_id: str, name: str, thread_id: str, *, owner: str, lease_ms: int, max_attempts: int = 5
+    ) -> tuple[StepClaim, list[MessageRecord] | None]:
+        """``claim_step``, and when it claimed, ``load_thread_for_turn(thread_id)``: one round trip on
+        PostgreSQL. The history is None when the step was not claimed (it would not be used)."""
+        if self.dialect != "postgresql":
+            claim = self.claim_step(run_id, name, owner=owner, lease_ms=lease_ms, max_attempts=max_attempts)
+            return claim, self.load_thread_for_turn(thread_id) if claim.outcome == "claimed" else None
+        check_identity("step name", name)
+        check_identity("lease owner", owner)
+        self._prepare()
+        now = self.clock()
+        params = {"run_id": run_id, "name": name, "owner": owner, "expires": now + lease_ms, "now": now,
+                  "max_attempts": max_attempts}
+
+        def work(conn: Connection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            claimed, history = pipelined(conn, [(CLAIM_SQL, params), (HISTORY_SQL, {"thread_id": thread_id})])
+            return claimed, history
+
+        try:
+            claimed, history = self._write(work, autocommit=True)
+        except IntegrityError as exc:
+            raise NotFoundError(f"no run {run_id!r}; create the run before claiming its steps") from exc
+        if not claimed:  # busy, completed, exhausted, failed — or a lost race: the full claim says which
+            claim = self.claim_step(run_id, name, owner=owner, lease_ms=lease_ms, max_attempts=max_attempts)
+            return claim, self.load_thread_for_turn(thread_id) if claim.outcome == "claimed" else None
+        messages = [message_record(Record(row)) for row in history]
+        return StepClaim("claimed", step_record(Record(claimed[0]))), messages
+
+    def read_run_and_claim_turn(
+        self, run_id: str, name: str, turn: int, *, agents: list[str], owner: str, lease_ms: int,
+        max_attempts: int,
+    ) -> tuple[RunRecord | None, StepClaim | None, list[MessageRecord] | None]:
+        """The run; the claim of turn step ``name`` if the run allows it (see ``TURN_CLAIM_SQL``);
+        and then the thread history. One round trip on PostgreSQL; elsewhere only the run is read.
+
+        ``(None, None, None)``: no such run. A None claim: not claimed — the caller checks the run
+        and claims the plain way (which explains busy / completed / ...).
+        """
+        if self.dialect != "postgresql":
+            return self.get_run(run_id), None, None  # type: ignore[attr-defined]
+        check_identity("step name", name)
+        check_identity("lease owner", owner)
+        self._prepare()
+        now = self.clock()
+        params = {"run_id": run_id, "name": name, "owner": owner, "expires": now + lease_ms, "now": now,
+                  "max_attempts": max_attempts, "turn": turn, "agents": agents}
+
+        def work(conn: Connection) -> list[list[dict[str, Any]]]:
+            return pipelined(conn, [(RUN_SQL, {"run_id": run_id}), (TURN_CLAIM_SQL, params),
+                                    (RUN_HISTORY_SQL, {"run_id": run_id})])
+
+        run_rows, claimed, history = self._write(work, autocommit=True)
+        if not run_rows:
+            return None, None, None
+        if not claimed:
+            return run_record(Record(run_rows[0])), None, None
+        messages = [message_record(Record(row)) for row in history]
+        run = run_record(Record(run_rows[0]))
+        return run, StepClaim("claimed", step_record(Record(claimed[0]))), messages
+
+    def read_run_and_claim_tool(
+        self, run_id: str, name: str, call_id: str, *, agents: list[str], owner: str, lease_ms: int,
+        max_attempts: int,
+    ) -> tuple[RunRecord | None, StepRecord | None, StepClaim | None]:
+        """The run, its latest turn's ledger row, and the claim of tool step ``name`` if that turn
+        made call ``call_id`` ungated and the run allows it (``TOOL_CLAIM_SQL``). One round trip on
+        PostgreSQL; elsewhere ``get_run_with_latest_turn`` and no claim (the caller claims)."""
+        if self.dialect != "postgresql":
+            run, latest = self.get_run_with_latest_turn(run_id)  # type: ignore[attr-defined]
+            return run, latest, None
+        check_identity("step name", name)
+        check_identity("lease owner", owner)
+        self._prepare()
+        now = self.clock()
+        read_sql, consts = pg_text("run_with_latest_turn")
+        params = {"run_id": run_id, "name": name, "owner": owner, "expires": now + lease_ms, "now": now,
+                  "max_attempts": max_attempts, "call_id": call_id, "agents": agents}
+
+        def work(conn: Connection) -> list[list[dict[str, Any]]]:
+            return pipelined(conn, [(read_sql, {**consts, "run_id": run_id}), (TOOL_CLAIM_SQL, params)])
+
+        read, claimed = self._write(work, autocommit=True)
+        run, latest = run_and_latest_turn(Record(read[0]) if read else None)
+        claim = StepClaim("claimed", step_record(Record(claimed[0]))) if claimed and run is not None else None
+        return run, latest, claim

@@ -1,0 +1,87 @@
+"""Hot-path statements for PostgreSQL as SQL text (``%(name)s`` parameters, psycopg's style).
+
+Text, not SQLAlchemy constructs, for two reasons: psycopg's pipeline mode (``pipeline``) sends
+text, and a statement run on every step should not pay SQLAlchemy's statement building and cache
+lookup (~0.3 ms a call on a busy 2-core machine). Each one mirrors a Core query of the store; the
+contract suite runs both forms (PostgreSQL uses these, the other dialects the Core ones).
+"""
+
+from __future__ import annotations
+
+LEDGER_SQL = "SELECT * FROM agent_steps WHERE run_id = %(run_id)s ORDER BY created_at, name"
+"""``list_steps`` as SQL text (the pipeline sends text; same order as ``list_steps``)."""
+
+LEDGER_NAMES_SQL = (
+    "SELECT * FROM agent_steps WHERE run_id = %(run_id)s AND name = ANY(%(names)s::varchar[])"
+    " ORDER BY created_at, name"
+)
+"""The rows of ``list_steps`` named ``names`` (one index probe each on ``(run_id, name)``)."""
+
+HISTORY_SQL = "SELECT * FROM agent_messages WHERE thread_id = %(thread_id)s ORDER BY seq"
+"""``load_thread_for_turn(thread_id)`` (every message, oldest first) as SQL text."""
+
+CLAIM_SQL = (
+    "INSERT INTO agent_steps (run_id, name, status, result, error, attempt, generation, lease_owner,"
+    " lease_expires_at, created_at, updated_at) VALUES (%(run_id)s, %(name)s, 'running', NULL, NULL, 1, 1,"
+    " %(owner)s, %(expires)s, %(now)s, %(now)s) ON CONFLICT (run_id, name) DO UPDATE SET"
+    " attempt = agent_steps.attempt + 1, generation = agent_steps.generation + 1,"
+    " lease_owner = %(owner)s, lease_expires_at = %(expires)s, updated_at = %(now)s"
+    " WHERE agent_steps.status = 'running' AND agent_steps.lease_expires_at <= %(now)s"
+    " AND agent_steps.attempt < %(max_attempts)s RETURNING *"
+)
+"""``claim_step``'s upsert (see ``_steps``): a row back means claimed, none means explain why."""
+
+RUN_SQL = "SELECT * FROM agent_runs WHERE id = %(run_id)s"
+"""``get_run`` as SQL text."""
+
+_CLAIMABLE_RUN = (
+    "EXISTS (SELECT 1 FROM agent_runs WHERE id = %(run_id)s"
+    " AND status NOT IN ('completed', 'failed', 'cancelled') AND turns >= %(turn)s"
+    " AND agent = ANY(%(agents)s::varchar[]))"
+)
+
+TURN_CLAIM_SQL = (
+    "INSERT INTO agent_steps (run_id, name, status, result, error, attempt, generation, lease_owner,"
+    " lease_expires_at, created_at, updated_at) SELECT %(run_id)s::varchar, %(name)s::varchar, 'running',"
+    " NULL, NULL, 1, 1, %(owner)s::varchar, %(expires)s::bigint, %(now)s::bigint, %(now)s::bigint"
+    f" WHERE {_CLAIMABLE_RUN}"
+    " ON CONFLICT (run_id, name) DO UPDATE SET"
+    " attempt = agent_steps.attempt + 1, generation = agent_steps.generation + 1,"
+    " lease_owner = %(owner)s, lease_expires_at = %(expires)s, updated_at = %(now)s"
+    " WHERE agent_steps.status = 'running' AND agent_steps.lease_expires_at <= %(now)s"
+    f" AND agent_steps.attempt < %(max_attempts)s AND {_CLAIMABLE_RUN} RETURNING *"
+)
+"""``CLAIM_SQL`` for ``llm:turn:<turn>``, taken only when the engine would claim it after reading the
+run: the run is not terminal, has completed ``turn`` turns, and belongs to one of ``agents`` (those
+whose lease and ``max_attempts`` the caller passed). No row back: the caller explains the plain way."""
+
+RUN_HISTORY_SQL = (
+    "SELECT * FROM agent_messages WHERE thread_id = (SELECT thread_id FROM agent_runs WHERE id = %(run_id)s)"
+    " ORDER BY seq"
+)
+"""``HISTORY_SQL`` of a run's thread, for a pipeline that has not read the run yet."""
+
+_CLAIMABLE_CALL = (
+    "EXISTS (SELECT 1 FROM agent_runs r JOIN agent_steps t ON t.run_id = r.id"
+    " AND t.name = 'llm:turn:' || (r.turns - 1)::text WHERE r.id = %(run_id)s"
+    " AND r.status NOT IN ('completed', 'failed', 'cancelled') AND r.turns > 0"
+    " AND r.agent = ANY(%(agents)s::varchar[]) AND t.status = 'completed'"
+    " AND (t.result::jsonb -> 'turn' -> 'tool_calls')"
+    " @> jsonb_build_array(jsonb_build_object('id', %(call_id)s::text))"
+    " AND NOT COALESCE((t.result::jsonb -> 'approvals') ? %(call_id)s::text, false))"
+)
+
+TOOL_CLAIM_SQL = (
+    "INSERT INTO agent_steps (run_id, name, status, result, error, attempt, generation, lease_owner,"
+    " lease_expires_at, created_at, updated_at) SELECT %(run_id)s::varchar, %(name)s::varchar, 'running',"
+    " NULL, NULL, 1, 1, %(owner)s::varchar, %(expires)s::bigint, %(now)s::bigint, %(now)s::bigint"
+    f" WHERE {_CLAIMABLE_CALL}"
+    " ON CONFLICT (run_id, name) DO UPDATE SET"
+    " attempt = agent_steps.attempt + 1, generation = agent_steps.generation + 1,"
+    " lease_owner = %(owner)s, lease_expires_at = %(expires)s, updated_at = %(now)s"
+    " WHERE agent_steps.status = 'running' AND agent_steps.lease_expires_at <= %(now)s"
+    f" AND agent_steps.attempt < %(max_attempts)s AND {_CLAIMABLE_CALL} RETURNING *"
+)
+"""``CLAIM_SQL`` for ``tool:<name>:<call_id>``, taken only when the engine would claim it after its
+reads: the run is not terminal and belongs to one of ``agents``, and its latest turn completed with
+call ``call_id``, not gated by an approval (a gated call needs its decision read: the plain path)."""

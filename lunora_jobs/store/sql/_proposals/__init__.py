@@ -1,0 +1,1 @@
+"""``SqlProposalStore``: action proposals over SQL (the store, its rows, worker discovery)."""
