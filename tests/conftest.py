@@ -1,20 +1,21 @@
-"""Shared fixtures: a throwaway database on each real server, and a private Redis namespace.
+"""Shared fixtures: a throwaway database on each real server, a Redis namespace, a private Redis.
 
-Every test session gets its own databases (``lunora_t_<random>``) so suites can run side by side
-on one machine without touching each other's tables, and drops them at the end.
+Several suites run side by side on one machine's shared services, so no test touches data it does
+not own: each test gets its own databases (``lunora_t_<random>``, dropped at the end), its own Redis
+key prefix and queue names on the shared Redis (``redis_url`` + ``redis_prefix``), and a test that
+needs a whole Redis (``FLUSHDB``, db-wide keys such as Celery's ``unacked``) uses ``private_redis``,
+a ``redis-server`` of the session's own. A missing service skips — or fails under ``CI=true``
+(``suite_settings.service_unavailable``).
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
-
-PG_ADMIN_URL = os.environ.get("LUNORA_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-MYSQL_ADMIN_URL = os.environ.get("LUNORA_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
-REDIS_URL = os.environ.get("LUNORA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+from private_redis import PrivateRedis, RedisUnavailable
+from suite_settings import service_unavailable, settings
 
 
 def _fresh_name() -> str:
@@ -34,7 +35,7 @@ def _server_database(admin_url: str, dialect: str) -> Iterator[str]:
                 conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
     except Exception as exc:  # pragma: no cover - only when the server is down
         admin.dispose()
-        pytest.skip(f"{dialect} server not reachable: {exc}")
+        service_unavailable(f"{dialect} server not reachable: {exc}")
     base = admin_url.rsplit("/", 1)[0]
     try:
         yield f"{base}/{name}"
@@ -50,13 +51,13 @@ def _server_database(admin_url: str, dialect: str) -> Iterator[str]:
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """URL of a fresh, empty PostgreSQL database, dropped after the test."""
-    yield from _server_database(PG_ADMIN_URL, "postgresql")
+    yield from _server_database(settings.pg_admin_url, "postgresql")
 
 
 @pytest.fixture
 def mysql_url() -> Iterator[str]:
     """URL of a fresh, empty MariaDB database, dropped after the test."""
-    yield from _server_database(MYSQL_ADMIN_URL, "mysql")
+    yield from _server_database(settings.mysql_admin_url, "mysql")
 
 
 @pytest.fixture
@@ -67,11 +68,30 @@ def sqlite_url(tmp_path: object) -> str:
 
 @pytest.fixture
 def redis_url() -> str:
-    """The Redis server URL; tests namespace their keys with ``redis_prefix``."""
-    return REDIS_URL
+    """The shared Redis server's URL; tests namespace their keys and queues with ``redis_prefix``
+    and never flush it (use ``private_redis`` for that)."""
+    return settings.redis_url
 
 
 @pytest.fixture
 def redis_prefix() -> str:
     """A unique key prefix so concurrent suites never share Redis keys or queues."""
     return "lunora-t-" + uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope="session")
+def private_redis() -> Iterator[PrivateRedis]:
+    """A ``redis-server`` of this test session's own, on a free loopback port in a temporary folder.
+
+    For tests that flush a database or rely on db-wide keys: ``private_redis.url(db)`` is theirs to
+    wipe. Tests of one session run one after another, so each starts from what it finds; a test that
+    needs an empty db flushes it first. Started on first use, stopped when the session ends.
+    """
+    try:
+        server = PrivateRedis.start(settings.redis_server)
+    except RedisUnavailable as exc:
+        service_unavailable(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import pytest
 import sqlalchemy.exc
 from fleet_support import TERMINAL, Fleet, assert_clean_transcript
+from private_redis import PrivateRedis
 
 HERE = Path(__file__).resolve().parent
 T = TypeVar("T")
@@ -20,9 +21,9 @@ T = TypeVar("T")
 OUTAGE = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError)
 
 
-def chaos_fleet(database_url: str, broker_db: int, monkeypatch: pytest.MonkeyPatch) -> Fleet:
+def chaos_fleet(database_url: str, redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch) -> Fleet:
     """A ``Fleet`` whose workers and test-side app load ``chaos_app:app`` instead of ``fleet_app:app``."""
-    fleet = Fleet(database_url, broker_db, monkeypatch)
+    fleet = Fleet(database_url, redis, monkeypatch)
     fleet.env["LUNORA_APP"] = "chaos_app:app"
     fleet.env["PYTHONPATH"] = f"{HERE}:{fleet.env['PYTHONPATH']}"
     monkeypatch.setenv("LUNORA_APP", "chaos_app:app")

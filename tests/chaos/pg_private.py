@@ -23,12 +23,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 import sqlalchemy as sa
+from ports import free_port
 
 SEARCH_DIRS = ("/usr/local/bin", *sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True))
 OS_USER = "postgres"
@@ -47,13 +47,6 @@ def find_binary(name: str) -> str:
     raise PostgresUnavailable(
         f"{name} not found in {SEARCH_DIRS} or PATH; install the PostgreSQL server package"
     )
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class PrivatePostgres:

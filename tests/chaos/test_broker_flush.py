@@ -1,4 +1,8 @@
-"""Messages lost in the broker (FLUSHDB of its Redis db) delay a run; the sweep recovers it."""
+"""Messages lost in the broker (FLUSHDB of its Redis db) delay a run; the sweep recovers it.
+
+The broker is a db of the session's private ``redis-server`` (``private_redis``), so the flush wipes
+nobody else's data.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,15 @@ import time
 
 import pytest
 from fleet_support import Fleet, assert_clean_transcript
+from private_redis import PrivateRedis
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-BROKER_DB = 12  # flushed by these tests: it is theirs alone
-
 
 def test_lost_start_message_is_recovered_by_the_beat_driven_sweep(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = Fleet(pg_url, BROKER_DB, monkeypatch)
+    fleet = Fleet(pg_url, private_redis, monkeypatch)
     try:
         run_id = fleet.start_run("fanout")  # no worker yet: the first turn waits in the broker
         assert fleet.broker.llen(fleet.queue) == 1, (fleet.broker.keys("*"), fleet.explain(run_id))
@@ -38,9 +41,9 @@ def test_lost_start_message_is_recovered_by_the_beat_driven_sweep(
 
 
 def test_flush_mid_run_loses_queued_tool_calls_and_the_sweep_recovers_them(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = Fleet(pg_url, BROKER_DB, monkeypatch)
+    fleet = Fleet(pg_url, private_redis, monkeypatch)
     try:
         fleet.start_worker(concurrency=1)  # one process: while l1 blocks, l2 and l3 wait in Redis
         run_id = fleet.start_run("lossy")

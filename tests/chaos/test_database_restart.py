@@ -31,12 +31,11 @@ from chaos_support import (
 )
 from fleet_support import Fleet
 from pg_private import PostgresUnavailable, PrivatePostgres
+from private_redis import PrivateRedis
+from suite_settings import service_unavailable
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-# Redis db 13 (named in this suite's brief) already holds every fleet's counters and run locks
-# (fleet_support.COUNTER_DB) and Fleet FLUSHDBs its broker db, so the broker gets a db nobody else uses.
-BROKER_DB = 7
 G1, G2 = "tool:gate:g1", "tool:gate:g2"
 STEPS = {
     "llm:turn:0", G1, "tool:note:a1", "tool:note:a2",
@@ -51,7 +50,7 @@ def private_pg() -> Iterator[PrivatePostgres]:
     try:
         server = PrivatePostgres.create()
     except PostgresUnavailable as exc:
-        pytest.skip(f"no private PostgreSQL for the restart tests: {exc}")
+        service_unavailable(f"no private PostgreSQL for the restart tests: {exc}")
     try:
         yield server
     finally:
@@ -78,9 +77,10 @@ def _retries_logged(fleet: Fleet) -> int:
 
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
 def test_run_survives_database_restarts_mid_tool_and_across_steps(
-    private_pg: PrivatePostgres, private_pg_url: str, monkeypatch: pytest.MonkeyPatch, mode: str
+    private_pg: PrivatePostgres, private_pg_url: str, private_redis: PrivateRedis,
+    monkeypatch: pytest.MonkeyPatch, mode: str,
 ) -> None:
-    fleet = chaos_fleet(private_pg_url, BROKER_DB, monkeypatch)
+    fleet = chaos_fleet(private_pg_url, private_redis, monkeypatch)
     try:
         fleet.start_worker(concurrency=1, loglevel="INFO")  # INFO: Celery logs each retry it schedules
         run_id, tag = start_run(fleet, "dbchaos")

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import pytest
 from fleet_support import Fleet
+from private_redis import PrivateRedis
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-BROKER_DB = 11
-
 
 def test_poison_tool_fails_the_run_after_max_attempts_instead_of_looping(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = Fleet(pg_url, BROKER_DB, monkeypatch)
+    fleet = Fleet(pg_url, private_redis, monkeypatch)
     try:
         worker = fleet.start_worker(concurrency=2)
         run_id = fleet.start_run("poison")  # max_attempts=2; its only tool SIGKILLs its process

@@ -26,6 +26,7 @@ import pytest
 from chaos_app import SOAK_CALLS, SOAK_TURNS
 from chaos_support import assert_exactly_once, chaos_fleet, start_run, through_outage, wait_runs
 from fleet_support import TERMINAL, Fleet
+from private_redis import PrivateRedis
 
 from lunora_jobs.engine.keys import run_lock_key
 from lunora_jobs.engine.locks import SWEEP_LOCK_ID, RedisLock
@@ -36,9 +37,6 @@ from workers.testing import BeatProcess, WorkerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-# Redis db 13 (named in this suite's brief) already holds every fleet's counters and run locks
-# (fleet_support.COUNTER_DB) and Fleet FLUSHDBs its broker db, so the broker gets a db nobody else uses.
-BROKER_DB = 8
 SEED = int(os.environ.get("LUNORA_CHAOS_SEED", "20261130"))
 RUNS = 10
 WORKERS = 2
@@ -77,9 +75,9 @@ def _kill_one(fleet: Fleet, rng: random.Random, started: float) -> dict[str, Any
 
 
 def test_random_sigkills_lose_no_run_and_repeat_no_finished_step(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = chaos_fleet(pg_url, BROKER_DB, monkeypatch)
+    fleet = chaos_fleet(pg_url, private_redis, monkeypatch)
     rng = random.Random(SEED)
     kills: list[dict[str, Any]] = []
     try:

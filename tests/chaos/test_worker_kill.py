@@ -7,10 +7,10 @@ import signal
 
 import pytest
 from fleet_support import Fleet, assert_clean_transcript
+from private_redis import PrivateRedis
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-BROKER_DB = 11
 BEFORE_KILL = ["llm:turn:0", "tool:record:c1", "tool:record:c2", "llm:turn:1"]
 KILLED = "tool:block:c3"
 AFTER_KILL = ["tool:record:c4", "llm:turn:2", "llm:turn:3"]
@@ -18,9 +18,9 @@ AFTER_KILL = ["tool:record:c4", "llm:turn:2", "llm:turn:3"]
 
 @pytest.mark.parametrize("victim", ["worker", "pool-process"])
 def test_sigkill_mid_tool_then_new_worker_finishes_each_step_once(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch, victim: str
+    pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch, victim: str
 ) -> None:
-    fleet = Fleet(pg_url, BROKER_DB, monkeypatch)
+    fleet = Fleet(pg_url, private_redis, monkeypatch)
     try:
         first = fleet.start_worker(concurrency=2)
         run_id = fleet.start_run("crashy")

@@ -1,6 +1,6 @@
 """The user app the HITL worker tests run: ``LUNORA_APP=hitl_app:app`` (this folder on PYTHONPATH).
 
-Everything lives on Redis db 9 (``HITL_REDIS_URL``; the broker too) under ``HITL_PREFIX``:
+Everything lives on one private Redis db (``HITL_REDIS_URL``; the broker too) under ``HITL_PREFIX``:
 
 - ``<prefix>:charges``  list of ``charge_card`` executions (idempotency keys): must never exceed one
   per approved call, and stay empty for a rejected one;

@@ -1,7 +1,9 @@
-"""Real ``celery worker`` processes on Redis db 9 (this suite's own db) over a fresh PostgreSQL database.
+"""Real ``celery worker`` processes on a private Redis over a fresh PostgreSQL database.
 
-Reuses ``workers.testing.WorkerProcess``. Db 9 belongs to these tests alone, so it is flushed when a
-fleet starts (leftovers of a killed session) and when it closes.
+Reuses ``workers.testing.WorkerProcess``. The Redis db (broker, run lock, the test app's counters)
+is a db of the session's own ``redis-server`` (the ``private_redis`` fixture), so it is flushed when
+a fleet starts (leftovers of an earlier test) and when it closes, and ``broker_backlog`` may count
+Celery's db-wide ``unacked`` hash.
 """
 
 from __future__ import annotations
@@ -21,30 +23,30 @@ from workers.testing import WorkerProcess
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-REDIS_DB = os.environ.get("LUNORA_TEST_HITL_REDIS", "redis://127.0.0.1:6379/9")
 TERMINAL = ("completed", "failed", "cancelled")
 
 
 class HitlFleet:
     """Workers plus the test process's own app, on one broker queue and one database."""
 
-    def __init__(self, database_url: str, monkeypatch: Any) -> None:
+    def __init__(self, database_url: str, redis_url: str, monkeypatch: Any) -> None:
+        self.redis_url = redis_url
         self.prefix = "hitl-" + uuid.uuid4().hex[:8]
         self.queue = self.prefix + "-q"
         self.env = {
-            "CELERY_BROKER_URL": REDIS_DB,
+            "CELERY_BROKER_URL": redis_url,
             "LUNORA_QUEUE": self.queue,
             "LUNORA_DATABASE_URL": database_url,
-            "LUNORA_REDIS_URL": REDIS_DB,
+            "LUNORA_REDIS_URL": redis_url,
             "LUNORA_APP": "hitl_app:app",
-            "HITL_REDIS_URL": REDIS_DB,
+            "HITL_REDIS_URL": redis_url,
             "HITL_PREFIX": self.prefix,
             "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")]),
         }
         for name, value in self.env.items():
             monkeypatch.setenv(name, value)
         monkeypatch.syspath_prepend(str(HERE))
-        self.redis = redis.Redis.from_url(REDIS_DB, decode_responses=True)
+        self.redis = redis.Redis.from_url(redis_url, decode_responses=True)
         self.redis.flushdb()
         import hitl_app
 
@@ -64,7 +66,7 @@ class HitlFleet:
         return worker.start()
 
     def close(self) -> None:
-        """Stop every worker, then drop everything on db 9."""
+        """Stop every worker, then drop everything on the fleet's (private) Redis db."""
         for worker in self.workers:
             worker.stop(timeout=5)
         self.redis.flushdb()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 import redis
-from hitl_fleet import REDIS_DB, HitlFleet
+from hitl_fleet import HitlFleet
 
 from lunora_jobs.engine.keys import thread_events_channel
 from lunora_jobs.errors import NotFoundError
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 def test_state_changes_reach_the_thread_channel_once_and_no_op_writes_publish_nothing(
     fleet: HitlFleet,
 ) -> None:
-    listener = redis.Redis.from_url(REDIS_DB).pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+    listener = redis.Redis.from_url(fleet.redis_url).pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
     listener.subscribe(thread_events_channel(fleet.prefix, "t-state"))
     try:
         fleet.start_worker()

@@ -1,4 +1,4 @@
-"""Approvals, cancellation and the concurrency policies on real Celery workers (Redis db 9 + Postgres)."""
+"""Approvals, cancellation and concurrency policies on real Celery workers (a private Redis + Postgres)."""
 
 from __future__ import annotations
 

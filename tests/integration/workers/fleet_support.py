@@ -1,9 +1,10 @@
 """A small worker fleet for tests: real ``celery worker`` processes, a real broker, a real store.
 
-Each ``Fleet`` owns a private queue on a Redis broker db (dbs 10-15 belong to these suites; only
-``test_broker_flush`` flushes one, db 12, its own), a key prefix for the tools' counters and the
-run/sweep locks, and a fresh PostgreSQL database. ``close()`` kills every worker it started and
-removes the keys it created — never a whole db, since another session may share it.
+Each ``Fleet`` runs on the test session's private Redis (the ``private_redis`` fixture: a
+``redis-server`` of its own, so a test may flush the broker or read Celery's db-wide ``unacked``
+keys without touching anybody's data): db 1 is the broker, db 0 holds the tools' counters and the
+run/sweep locks under the fleet's key prefix. A fleet also owns a private queue and a fresh
+PostgreSQL database. ``close()`` kills every worker it started and removes the keys it created.
 """
 
 from __future__ import annotations
@@ -18,39 +19,38 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import redis
+from private_redis import PrivateRedis
 
 from workers.testing import BeatProcess, WorkerProcess
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-REDIS_BASE = os.environ.get("LUNORA_TEST_REDIS_BASE", "redis://127.0.0.1:6379")
-COUNTER_DB = 13
+BROKER_DB, COUNTER_DB = 1, 0
 TERMINAL = ("completed", "failed", "cancelled")
 
 
 class Fleet:
     """Workers + the test process's own ``Lunora`` app on the same broker, queue and database.
 
-    Everything it touches is namespaced (queue, Redis key prefix, database), so several fleets —
-    even several test sessions — can share the broker db.
+    Everything it touches is namespaced (queue, Redis key prefix, database), so several fleets of a
+    session can share the private Redis.
     """
 
     def __init__(
-        self, database_url: str, broker_db: int, monkeypatch: Any, *, broker_url: str | None = None
+        self, database_url: str, redis: PrivateRedis, monkeypatch: Any, *, broker_url: str | None = None
     ) -> None:
         self.prefix = "fleet-" + uuid.uuid4().hex[:8]
         self.queue = self.prefix + "-q"
         # ``broker_url`` (e.g. RabbitMQ) replaces the Redis broker db; the lock stays on Redis.
-        self.broker_url = broker_url or f"{REDIS_BASE}/{broker_db}"
+        self.broker_url = broker_url or redis.url(BROKER_DB)
         self.redis_broker = broker_url is None
         self.env = {
             "CELERY_BROKER_URL": self.broker_url,
             "LUNORA_QUEUE": self.queue,
             "LUNORA_DATABASE_URL": database_url,
-            "LUNORA_REDIS_URL": f"{REDIS_BASE}/{COUNTER_DB}",
+            "LUNORA_REDIS_URL": redis.url(COUNTER_DB),
             "LUNORA_APP": "fleet_app:app",
-            "FLEET_REDIS_URL": f"{REDIS_BASE}/{COUNTER_DB}",
+            "FLEET_REDIS_URL": redis.url(COUNTER_DB),
             "FLEET_PREFIX": self.prefix,
             # The sweep's grace (engine default 30 s) and beat's tick, scaled down to test time.
             "LUNORA_SWEEP_GRACE_MS": "1000",
@@ -60,8 +60,8 @@ class Fleet:
         for name, value in self.env.items():
             monkeypatch.setenv(name, value)
         monkeypatch.syspath_prepend(str(HERE))
-        self.broker = redis.Redis.from_url(f"{REDIS_BASE}/{broker_db}")
-        self.counters = redis.Redis.from_url(self.env["FLEET_REDIS_URL"], decode_responses=True)
+        self.broker = redis.client(BROKER_DB)
+        self.counters = redis.client(COUNTER_DB, decode_responses=True)
         import fleet_app
 
         self.app = fleet_app.build_app()

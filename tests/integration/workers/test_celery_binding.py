@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 import redis
 import redis.connection
 from celery.schedules import crontab
+from suite_settings import settings
 
 from lunora_jobs.engine.dispatch import Dispatcher, StepTask
 from workers.beat import app_entries, beat_schedule, cron_entries
@@ -20,12 +20,13 @@ from workers.dispatch import CeleryDispatcher
 
 pytestmark = pytest.mark.integration
 
-BROKER = "redis://127.0.0.1:6379/14"
+# The shared Redis (``redis_url``): every test here publishes to a queue of its own and removes it.
+BROKER = settings.redis_url
 
 
 @pytest.fixture
-def queue() -> Iterator[str]:
-    name = "binding-" + uuid.uuid4().hex[:8]
+def queue(redis_prefix: str) -> Iterator[str]:
+    name = f"{redis_prefix}-binding"
     yield name
     client = redis.Redis.from_url(BROKER)
     client.delete(name, f"_kombu.binding.{name}", f"_kombu.binding_permanent.{name}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -10,15 +9,15 @@ from typing import Any
 import kombu
 import pytest
 from fleet_support import Fleet, assert_clean_transcript
+from private_redis import PrivateRedis
+from suite_settings import service_unavailable, settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-BROKER_DB = 10
-
 
 @pytest.fixture
-def fleet(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fleet]:
-    fleet = Fleet(pg_url, BROKER_DB, monkeypatch)
+def fleet(pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fleet]:
+    fleet = Fleet(pg_url, private_redis, monkeypatch)
     try:
         yield fleet
     finally:
@@ -141,16 +140,15 @@ def test_cancel_revokes_the_runs_queued_tasks(fleet: Fleet) -> None:
     assert set(fleet.executions()) == {"tool:block:l1"}
 
 
-RABBITMQ_URL = os.environ.get("LUNORA_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
-
-
-def test_the_same_fleet_runs_on_rabbitmq(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_same_fleet_runs_on_rabbitmq(
+    pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     connection: Any = kombu.Connection  # type: ignore[attr-defined]
     try:
-        connection(RABBITMQ_URL, connect_timeout=2).ensure_connection(max_retries=1)
+        connection(settings.amqp_url, connect_timeout=2).ensure_connection(max_retries=1)
     except Exception as exc:  # pragma: no cover - only when the server is down
-        pytest.skip(f"RabbitMQ not reachable: {exc}")
-    fleet = Fleet(pg_url, BROKER_DB, monkeypatch, broker_url=RABBITMQ_URL)
+        service_unavailable(f"RabbitMQ not reachable: {exc}")
+    fleet = Fleet(pg_url, private_redis, monkeypatch, broker_url=settings.amqp_url)
     try:
         fleet.start_worker(concurrency=2)
         run_id = fleet.start_run("fanout")

@@ -1,0 +1,103 @@
+"""A private, throwaway ``redis-server`` for tests that need a whole Redis to themselves.
+
+The Redis on 6379 is shared by every suite running on the machine at the same time, so a test that
+runs ``FLUSHDB``, reads db-wide keys (Celery's ``unacked`` hash) or otherwise owns more than its own
+key prefix starts this instead: ``redis-server`` on a free loopback port, with no persistence, in a
+temporary folder that ``stop()`` removes. The ``private_redis`` fixture (``tests/conftest.py``)
+starts one per test session, on first use.
+
+Example::
+
+    server = PrivateRedis.start()
+    try:
+        broker = server.url(1)          # redis://127.0.0.1:<port>/1
+        redis.Redis.from_url(broker).flushdb()   # wipes nobody else's data
+    finally:
+        server.stop()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+from ports import free_port
+
+
+class RedisUnavailable(RuntimeError):
+    """``redis-server`` is missing or would not start (the fixture skips, or fails under CI)."""
+
+
+class PrivateRedis:
+    """One ``redis-server`` process owned by whoever started it."""
+
+    def __init__(self, root: Path, port: int, proc: subprocess.Popen[bytes]) -> None:
+        self.root = root
+        self.port = port
+        self.proc = proc
+
+    @classmethod
+    def start(cls, binary: str = "redis-server", timeout: float = 20.0) -> PrivateRedis:
+        """Start a server on a free port and wait until it answers PING."""
+        path = shutil.which(binary)
+        if path is None:
+            raise RedisUnavailable(f"{binary} not found on PATH; install the Redis server package")
+        root = Path(tempfile.mkdtemp(prefix="lunora-redis-"))
+        last = ""
+        for _ in range(5):  # another process may take the probed port before the server binds it
+            port = free_port()
+            log = root / "redis.log"
+            proc = subprocess.Popen(
+                [path, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(root), "--save", "",
+                 "--appendonly", "no", "--databases", "16", "--logfile", str(log)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            server = cls(root, port, proc)
+            if server._wait_ready(timeout):
+                return server
+            last = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            server._terminate()
+        shutil.rmtree(root, ignore_errors=True)
+        raise RedisUnavailable(f"redis-server did not start:\n{last}")
+
+    def url(self, db: int = 0) -> str:
+        """The URL of database ``db`` on this server."""
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def client(self, db: int = 0, *, decode_responses: bool = False) -> redis.Redis:
+        """A redis-py client on database ``db``."""
+        return redis.Redis.from_url(self.url(db), decode_responses=decode_responses)
+
+    def stop(self) -> None:
+        """Stop the server and remove its folder."""
+        self._terminate()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=1)
+        try:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    return False
+                with contextlib.suppress(redis.ConnectionError):
+                    if client.ping():
+                        return True
+                time.sleep(0.05)
+            return False
+        finally:
+            client.close()
+
+    def _terminate(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
