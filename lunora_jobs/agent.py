@@ -31,7 +31,7 @@ from lunora_jobs.loop import (
 from lunora_jobs.models.base import Model, ToolSpec
 from lunora_jobs.models.registry import check_model_spec, resolve_model
 from lunora_jobs.skills import SkillDefinition
-from lunora_jobs.tools import ToolDefinition
+from lunora_jobs.tools import ToolDefinition, coerce_tool
 
 AGENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 ConcurrentRunPolicy = Literal["reject", "replace", "queue"]
@@ -269,10 +269,11 @@ def _collect_tools(
         sources += [(f"skill {skill.name!r}", None, value) for value in skill.tools.values()]
     result: dict[str, ToolDefinition] = {}
     owners: dict[str, str] = {}
-    for owner, key, value in sources:
-        if not isinstance(value, ToolDefinition):
+    for owner, key, raw in sources:
+        value = coerce_tool(raw)
+        if value is None:
             raise InvalidAgentOptionError(
-                f"{where}: tool {key or value!r} from {owner} is a {type(value).__name__}, not a tool; "
+                f"{where}: tool {key or raw!r} from {owner} is a {type(raw).__name__}, not a tool; "
                 "wrap functions with @tool or define_tool(...)."
             )
         tool_def = replace(value, name=key) if key is not None and key != value.name else value

@@ -8,7 +8,7 @@ Example::
     lunora db upgrade            # apply the Alembic migrations to LUNORA_DATABASE_URL
     lunora example               # run the example agent end to end (offline by default)
     lunora worker                # a Celery worker for the app named by LUNORA_APP
-    lunora rag sync ./docs       # index a folder into a RAG namespace
+    lunora rag sync ./docs --index docs   # index a folder; define_rag(index="docs") reads it
 """
 
 from __future__ import annotations
@@ -43,11 +43,12 @@ def db_upgrade(
 @rag_app.command("sync")
 def rag_sync(
     directory: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="Folder to index.")],
+    index: Annotated[str, typer.Option(help="Index to write: read it with define_rag(index=...).")] = "docs",
     namespace: Annotated[str | None, typer.Option(help="Namespace (tenant) to index into.")] = None,
     prune: Annotated[bool, typer.Option(help="Remove indexed files no longer in the folder.")] = True,
 ) -> None:
-    """Index every text file under DIRECTORY (content-hash short-circuits unchanged files)."""
-    _call("rag.cli:sync_directory", directory, namespace=namespace, prune=prune)
+    """Index every text file under DIRECTORY into INDEX (content-hash short-circuits unchanged files)."""
+    _call("rag.cli:sync_directory", directory, namespace=namespace, prune=prune, index=index)
 
 
 @app.command("example")

@@ -14,6 +14,11 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# One URL normalizer for both packages: rag cannot import lunora_jobs, so it lives in rag's settings.
+from rag.settings import normalize_database_url
+
+__all__ = ["Settings", "normalize_database_url"]
+
 
 class Settings(BaseSettings):
     """Process configuration. Every field has an embedded default so a fresh machine runs offline."""
@@ -53,17 +58,3 @@ class Settings(BaseSettings):
     def qdrant_path(self) -> Path:
         """Where Qdrant's local mode keeps its files when no server URL is set."""
         return self.data_dir / "qdrant"
-
-
-def normalize_database_url(url: str) -> str:
-    """Pick the drivers we ship (psycopg 3, PyMySQL) when a URL names only the dialect.
-
-    ``postgresql://`` would make SQLAlchemy reach for psycopg2, which we do not install.
-    """
-    if url.startswith("postgres://"):
-        url = "postgresql://" + url[len("postgres://") :]
-    if url.startswith("postgresql://"):
-        return "postgresql+psycopg://" + url[len("postgresql://") :]
-    if url.startswith("mysql://") or url.startswith("mariadb://"):
-        return "mysql+pymysql://" + url.split("://", 1)[1]
-    return url

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lunora_jobs.errors import DuplicateToolError, InvalidAgentOptionError
-from lunora_jobs.tools import ToolDefinition
+from lunora_jobs.tools import ToolDefinition, coerce_tool
 
 SKILL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
@@ -58,10 +58,11 @@ def define_skill(
         )
     items = list(tools.items()) if isinstance(tools, Mapping) else [(None, t) for t in tools]
     tool_map: dict[str, ToolDefinition] = {}
-    for key, value in items:
-        if not isinstance(value, ToolDefinition):
+    for key, raw in items:
+        value = coerce_tool(raw)
+        if value is None:
             raise InvalidAgentOptionError(
-                f"Skill {name!r}: {value!r} is not a tool; wrap functions with @tool or define_tool(...)."
+                f"Skill {name!r}: {raw!r} is not a tool; wrap functions with @tool or define_tool(...)."
             )
         tool_def = replace(value, name=key) if key is not None and key != value.name else value
         if not tool_def.name:

@@ -177,6 +177,24 @@ def define_tool(
     )
 
 
+def coerce_tool(value: Any) -> ToolDefinition | None:
+    """``value`` as a ``ToolDefinition``: itself, or a tool-shaped object from a library that does not
+    import this package (``name``, ``description``, ``input_schema`` and ``execute(input[, ctx])``, e.g.
+    ``rag``'s ``Rag.as_tool()``); ``None`` when it is neither."""
+    if isinstance(value, ToolDefinition):
+        return value
+    shape = ("name", "description", "input_schema", "execute")
+    if all(hasattr(value, attr) for attr in shape) and callable(value.execute):
+        return define_tool(
+            value.name,
+            description=value.description,
+            input_schema=dict(value.input_schema),
+            execute=value.execute,
+            needs_approval=getattr(value, "needs_approval", False),
+        )
+    return None
+
+
 @overload
 def tool(fn: Callable[..., Any], /) -> ToolDefinition: ...
 

@@ -1,9 +1,10 @@
 """Retrieval, usable without agents: ``define_rag``, chunkers, stores, hybrid BM25 + RRF, rerank, RLS.
 
-Example::
+``rag`` imports nothing from ``lunora_jobs``: its errors are in ``rag.errors``, its environment in
+``rag.settings``. Example::
 
-    from rag import define_rag, sentence_chunker
-    docs = define_rag(index="docs", chunk=sentence_chunker(size=800, overlap=100))
+    from rag import define_rag
+    docs = define_rag(index="docs", allow_shared_namespace=True)
     docs.index("faq", "Reset your password from the account page.")
     docs.retrieve("how do I reset my password?").context
 """
@@ -11,11 +12,20 @@ Example::
 import importlib
 from typing import Any
 
-from rag.chunkers import Chunker, fixed_chunker, markdown_chunker, sentence_chunker, token_chunker
+from rag import errors
+from rag.chunkers import (
+    Chunker,
+    default_chunker,
+    fixed_chunker,
+    markdown_chunker,
+    sentence_chunker,
+    token_chunker,
+)
 from rag.cost import (
     PRICES,
     ModelCost,
     ModelPrice,
+    TokenUsage,
     estimate_model_cost,
     resolve_model_cost,
     set_cost_attributes,
@@ -35,10 +45,12 @@ from rag.lexical import (
     sql_lexical_store,
 )
 from rag.rerank import Reranker, batch_reranker, score_reranker
-from rag.retrieval import RetrievalResult, RetrievedChunk, Source
+from rag.retrieval import RetrievalResult, RetrievedChunk, Source, SourceGroup
+from rag.settings import RagSettings
 from rag.sources import DirectorySource, RagSource, SourceObject, SyncReport, define_rag_source
 from rag.stores.base import StoreCapabilities, VectorHit, VectorRecord, VectorStore
 from rag.stores.memory import MemoryStore
+from rag.tool import RagTool
 from rag.transform import TransformContext
 
 # Backends with optional extras load on first use (PEP 562), so ``import rag`` needs none of them.
@@ -79,25 +91,31 @@ __all__ = [
     "QdrantStore",
     "Rag",
     "RagConfig",
+    "RagSettings",
     "RagSource",
+    "RagTool",
     "Reranker",
     "RetrievalResult",
     "RetrievedChunk",
     "Source",
+    "SourceGroup",
     "SourceObject",
     "SqlLexicalStore",
     "SqlVectorStore",
     "StoreCapabilities",
     "SyncReport",
+    "TokenUsage",
     "TransformContext",
     "VectorHit",
     "VectorRecord",
     "VectorStore",
     "batch_reranker",
     "bm25_lexical_store",
+    "default_chunker",
     "default_store",
     "define_rag",
     "define_rag_source",
+    "errors",
     "estimate_model_cost",
     "fixed_chunker",
     "markdown_chunker",

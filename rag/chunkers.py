@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from lunora_jobs.errors import ConfigurationError
+from rag.errors import RagConfigurationError
 
 Chunker = Callable[[str], list[str]]
 Measure = Callable[[str], int]
@@ -32,9 +32,11 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 def _check(size: int, overlap: int, what: str = "size") -> None:
     if size <= 0:
-        raise ConfigurationError(f"chunk {what} must be positive, got {size}")
+        raise RagConfigurationError(f"chunk {what} must be positive, got {size}")
     if overlap < 0 or overlap >= size:
-        raise ConfigurationError(f"chunk overlap must be in [0, {what}), got overlap={overlap} {what}={size}")
+        raise RagConfigurationError(
+            f"chunk overlap must be in [0, {what}), got overlap={overlap} {what}={size}"
+        )
 
 
 def fixed_chunker(size: int = 1000, overlap: int = 200) -> Chunker:
@@ -54,6 +56,11 @@ def fixed_chunker(size: int = 1000, overlap: int = 200) -> Chunker:
         return out
 
     return chunk
+
+
+def default_chunker() -> Chunker:
+    """The chunker ``define_rag`` uses when given none."""
+    return fixed_chunker()
 
 
 def sentence_chunker(size: int = 1000, overlap: int = 200) -> Chunker:
@@ -92,7 +99,7 @@ def token_chunker(*, count_tokens: Measure, max_tokens: int = 512, overlap_token
     ``count_tokens`` is required: pass tiktoken's ``lambda s: len(enc.encode(s))`` or your model's counter.
     """
     if not callable(count_tokens):
-        raise ConfigurationError(
+        raise RagConfigurationError(
             "token_chunker needs count_tokens=callable(text) -> int (e.g. from tiktoken)"
         )
     _check(max_tokens, overlap_tokens, "max_tokens")

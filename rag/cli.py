@@ -1,9 +1,9 @@
-"""``lunora rag sync DIR``: index a folder into a rag namespace, with a progress bar.
+"""``lunora rag sync DIR --index NAME``: index a folder into a rag index, with a progress bar.
 
-The rag comes from the environment: the embedded default store (Qdrant server when
-``LUNORA_QDRANT_URL`` is set), the offline MiniLM embedder if installed (else the hashing embedder,
-which is not semantic), a Markdown-aware chunker, and the embedder's name folded into the namespace
-so switching embedders never mixes vectors. Keys indexed from this folder are kept in a manifest under
+The rag is exactly ``define_rag(index=NAME)`` with its defaults -- the embedded default store (a
+Qdrant server when ``LUNORA_QDRANT_URL`` is set), the offline MiniLM embedder if installed, the
+default chunker -- so ``define_rag(index=NAME).retrieve(...)`` in Python reads what the command wrote.
+Nothing is folded into the namespace. Keys indexed from the folder are kept in a manifest under
 ``LUNORA_DATA_DIR/rag/`` so the next sync can prune files deleted since.
 """
 
@@ -11,37 +11,26 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from lunora_jobs.config import Settings
-from rag.chunkers import markdown_chunker
-from rag.defaults import default_embedder, default_vector_store
 from rag.define import Rag, define_rag
+from rag.settings import RagSettings
 from rag.sources import DirectorySource, SyncReport, define_rag_source
 
-CLI_INDEX = "lunora_rag"
+DEFAULT_INDEX = "docs"
 
 
-def rag_from_env(settings: Settings | None = None) -> Rag:
-    """The rag ``lunora rag sync`` writes to (see the module docstring)."""
-    embedder = default_embedder()
-    version = re.sub(r"[^A-Za-z0-9._-]", "-", embedder.model.rsplit("/", 1)[-1])[:40]
-    return define_rag(
-        embedding=embedder,
-        store=default_vector_store(CLI_INDEX),
-        index=CLI_INDEX,
-        chunk=markdown_chunker(size=1000, overlap=200),
-        embedding_model_version=version,
-    )
+def rag_from_env(index: str = DEFAULT_INDEX) -> Rag:
+    """The rag ``lunora rag sync`` writes to: ``define_rag(index=index)`` (see the module docstring)."""
+    return define_rag(index=index, allow_shared_namespace=True)
 
 
-def manifest_path(settings: Settings, directory: Path, namespace: str | None) -> Path:
-    """Where the keys synced from ``directory`` into ``namespace`` are remembered."""
-    tag = hashlib.sha1(f"{directory.resolve()}|{namespace or ''}".encode()).hexdigest()[:16]
+def manifest_path(settings: RagSettings, directory: Path, namespace: str | None, index: str) -> Path:
+    """Where the keys synced from ``directory`` into ``index`` / ``namespace`` are remembered."""
+    tag = hashlib.sha1(f"{directory.resolve()}|{index}|{namespace or ''}".encode()).hexdigest()[:16]
     return settings.data_dir / "rag" / f"manifest-{tag}.json"
 
 
@@ -50,16 +39,17 @@ def sync_directory(
     namespace: str | None = None,
     prune: bool = True,
     *,
-    settings: Settings | None = None,
+    index: str = DEFAULT_INDEX,
+    settings: RagSettings | None = None,
     rag: Rag | None = None,
     console: Console | None = None,
 ) -> SyncReport:
-    """Index every file under ``directory``; prune files removed since the last sync when ``prune``."""
-    settings = settings or Settings()
+    """Index every file under ``directory`` into ``index``; prune files removed since the last sync."""
+    settings = settings or RagSettings()
     directory = Path(directory)
-    rag = rag or rag_from_env(settings)
+    rag = rag or rag_from_env(index)
     console = console or Console(stderr=True)
-    manifest = manifest_path(settings, directory, namespace)
+    manifest = manifest_path(settings, directory, namespace, rag.config.index)
     known = json.loads(manifest.read_text())["keys"] if prune and manifest.exists() else None
     source = DirectorySource(directory)
     total = sum(1 for _ in source.list())
@@ -85,7 +75,12 @@ def sync_directory(
     tmp = manifest.with_suffix(".tmp")
     tmp.write_text(
         json.dumps(
-            {"directory": str(directory.resolve()), "namespace": namespace, "keys": sorted(report.seen)}
+            {
+                "directory": str(directory.resolve()),
+                "index": rag.config.index,
+                "namespace": namespace,
+                "keys": sorted(report.seen),
+            }
         )
     )
     tmp.replace(manifest)  # atomic: a crash never leaves a truncated manifest

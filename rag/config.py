@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rag.chunkers import Chunker, fixed_chunker
+from rag.chunkers import Chunker, default_chunker
 from rag.embeddings.base import Embedder
 from rag.fusion import DEFAULT_RRF_K
 from rag.lexical.base import LexicalStore
@@ -17,6 +17,9 @@ from rag.transform import QueryTransform
 
 VERSION_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
 RlsFilter = Callable[[Any], "Mapping[str, Any] | None"]
+Mode = Literal["auto", "hybrid", "dense", "lexical"]
+MODES: tuple[str, ...] = ("auto", "hybrid", "dense", "lexical")
+GroupBy = Literal["source"] | None
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class RagConfig:
     embedding: Embedder
     store: VectorStore
     index: str = "default"
-    chunk: Chunker = field(default_factory=fixed_chunker)
+    chunk: Chunker = field(default_factory=default_chunker)
     top_k: int = 5
     candidates: int | None = None
     lexical_store: LexicalStore | None = None
@@ -49,10 +52,13 @@ class RagConfig:
 class RetrieveOptions:
     """One retrieve call's resolved options (namespace already folded, filter already RLS-merged)."""
 
-    top_k: int | None
+    top_k: int
     namespace: str | None
     filter: dict[str, Any] | None
     min_score: float | None
     rerank: Reranker | None
     transform_query: QueryTransform | None
-    candidates: int | None
+    candidates: int
+    mode: Mode = "auto"
+    group_by: GroupBy = None
+    chunks_per_source: int = 1

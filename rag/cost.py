@@ -6,18 +6,63 @@ provider-reported cost always wins over an estimate, and spans record which one 
 
 Example::
 
-    estimate_model_cost("text-embedding-3-small", Usage(input_tokens=1_000_000))   # 0.02
-    estimate_model_cost("my-local-model", Usage(input_tokens=10))                   # None
-    resolve_model_cost("gpt-4o-mini", Usage(input_tokens=10, cost_usd=0.5))   # ModelCost(0.5, "provider")
+    estimate_model_cost("text-embedding-3-small", TokenUsage(input_tokens=1_000_000))   # 0.02
+    estimate_model_cost("my-local-model", TokenUsage(input_tokens=10))                   # None
+    resolve_model_cost("gpt-4o-mini", TokenUsage(input_tokens=10, cost_usd=0.5))  # ModelCost(0.5, "provider")
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from lunora_jobs.models.base import Usage
+
+@runtime_checkable
+class UsageLike(Protocol):
+    """Token counts the cost functions read: ``TokenUsage`` here, or any object with these fields
+    (``lunora_jobs.models.base.Usage`` is one)."""
+
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def cache_read_tokens(self) -> int: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Tokens of one or more embedding/model calls. ``cost_usd`` only when the provider reported one."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cost_usd: float | None = None
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        cost = None
+        if self.cost_usd is not None or other.cost_usd is not None:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return TokenUsage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            cost,
+        )
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> TokenUsage:
+        """From a JSON-style dict (missing counts are 0)."""
+        cost = data.get("cost_usd")
+        return cls(
+            int(data.get("input_tokens") or 0),
+            int(data.get("output_tokens") or 0),
+            int(data.get("cache_read_tokens") or 0),
+            None if cost is None else float(cost),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +97,10 @@ class ModelCost:
     source: CostSource
 
 
-def _usage(usage: Usage | Mapping[str, Any]) -> Usage:
-    return usage if isinstance(usage, Usage) else Usage.from_json(dict(usage))
+def _usage(usage: UsageLike | Mapping[str, Any]) -> UsageLike:
+    if isinstance(usage, Mapping):
+        return TokenUsage.from_mapping(usage)
+    return usage
 
 
 def _price(model: str, prices: Mapping[str, ModelPrice]) -> ModelPrice | None:
@@ -65,7 +112,7 @@ def _price(model: str, prices: Mapping[str, ModelPrice]) -> ModelPrice | None:
 
 
 def estimate_model_cost(
-    model: str, usage: Usage | Mapping[str, Any], prices: Mapping[str, ModelPrice] | None = None
+    model: str, usage: UsageLike | Mapping[str, Any], prices: Mapping[str, ModelPrice] | None = None
 ) -> float | None:
     """Estimated USD cost of ``usage`` on ``model`` from ``prices`` (default ``PRICES``); None if unpriced.
 
@@ -83,7 +130,7 @@ def estimate_model_cost(
 
 
 def resolve_model_cost(
-    model: str, usage: Usage | Mapping[str, Any], prices: Mapping[str, ModelPrice] | None = None
+    model: str, usage: UsageLike | Mapping[str, Any], prices: Mapping[str, ModelPrice] | None = None
 ) -> ModelCost | None:
     """The provider-reported cost when ``usage.cost_usd`` is set, else the estimate, else ``None``."""
     u = _usage(usage)
@@ -94,7 +141,10 @@ def resolve_model_cost(
 
 
 def set_cost_attributes(
-    span: Any, model: str, usage: Usage | Mapping[str, Any], prices: Mapping[str, ModelPrice] | None = None
+    span: Any,
+    model: str,
+    usage: UsageLike | Mapping[str, Any],
+    prices: Mapping[str, ModelPrice] | None = None,
 ) -> ModelCost | None:
     """Set token counts and ``lunora.cost.usd`` + ``lunora.cost.source`` ("provider" | "estimate") on an
     OpenTelemetry span; an unpriced model gets no cost attribute at all."""

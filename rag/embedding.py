@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal
 
-from lunora_jobs.errors import EmbeddingDimensionError
 from rag.cost import set_cost_attributes
 from rag.embeddings.base import Embedder
+from rag.errors import EmbeddingDimensionError
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lunora_jobs.errors import ConfigurationError
+from rag.errors import RagConfigurationError
 from rag.stores.base import VectorHit
 
 DEFAULT_RRF_K = 60
@@ -22,7 +22,7 @@ def reciprocal_rank_fusion(
 ) -> list[tuple[str, float]]:
     """Fused ``(id, score)`` best first; ties keep first-seen order. A repeated id counts once per list."""
     if k < 0:
-        raise ConfigurationError(f"rrf_k must be >= 0, got {k}")
+        raise RagConfigurationError(f"rrf_k must be >= 0, got {k}")
     scores: dict[str, float] = {}
     for ranking in rankings:
         seen: set[str] = set()

@@ -11,14 +11,14 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lunora_jobs.errors import MetadataTooLargeError
+from rag.access import AccessPolicy
+from rag.config import RagConfig
+from rag.embedding import EmbeddingCalls
+from rag.errors import MetadataTooLargeError
 from rag.lexical.base import LexicalRecord
-from rag.stores.base import VectorRecord
-
-if TYPE_CHECKING:
-    from rag.define import Rag
+from rag.stores.base import VectorHit, VectorRecord, VectorStore
 
 SOURCE_KEY = "_rag_source"
 CHUNK_KEY = "_rag_chunk"
@@ -51,72 +51,98 @@ def content_hash(text: str, metadata: Mapping[str, Any] | None, importance: floa
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def _previous_count(rag: Rag, source_id: str, namespace: str | None) -> tuple[int, str | None]:
-    head = rag.store.get_by_ids([chunk_id(source_id, 0)], namespace=namespace)
+def _previous_count(store: VectorStore, source_id: str, namespace: str | None) -> tuple[int, str | None]:
+    head = store.get_by_ids([chunk_id(source_id, 0)], namespace=namespace)
     if not head:
         return 0, None
     meta = head[0].metadata
     return int(meta.get(COUNT_KEY, 1)), meta.get(HASH_KEY)
 
 
+def _stored(config: RagConfig, ids: list[str], namespace: str | None) -> list[VectorHit]:
+    """Rows already stored under ``ids``, in the vector store and in the lexical store (a crash between
+    the two writes can leave one without the other)."""
+    rows = config.store.get_by_ids(ids, namespace=namespace)
+    lexical_get = getattr(config.lexical_store, "get_by_ids", None)
+    if callable(lexical_get):
+        rows = [*rows, *lexical_get(ids, namespace=namespace)]
+    return rows
+
+
 def index_document(
-    rag: Rag,
+    config: RagConfig,
+    embedding: EmbeddingCalls,
     source_id: str,
     text: str,
     *,
-    metadata: Mapping[str, Any] | None,
+    metadata: Mapping[str, Any],
     namespace: str | None,
     reindex: bool,
     importance: float | None,
+    access: AccessPolicy,
+    scope: Mapping[str, Any] | None,
 ) -> IndexResult:
-    """Index (or re-index) one source; see ``Rag.index``."""
+    """Index (or re-index) one source; see ``Rag.index``. ``scope``: the bound identity's RLS scope,
+    which every row this call replaces or deletes must match (``None``: the system, unconfined)."""
+    store, lexical = config.store, config.lexical_store
     digest = content_hash(text, metadata, importance)
-    old_count, old_hash = _previous_count(rag, source_id, namespace)
+    old_count, old_hash = _previous_count(store, source_id, namespace)
+    texts = [] if old_hash == digest and not reindex else config.chunk(text)
+    if scope is not None:
+        touched = [chunk_id(source_id, n) for n in range(max(old_count, len(texts), 1))]
+        access.check_existing(_stored(config, touched, namespace), scope, "replace")
     if old_hash == digest and not reindex:
         return IndexResult(source_id, old_count, unchanged=True)
-    texts = rag.config.chunk(text)
-    vectors = rag.embedding.embed_document(texts)
+    vectors = embedding.embed_document(texts)
     records = []
     for n, (chunk_text, vector) in enumerate(zip(texts, vectors, strict=True)):
-        meta: dict[str, Any] = {**(metadata or {}), SOURCE_KEY: source_id, CHUNK_KEY: n}
+        meta: dict[str, Any] = {**metadata, SOURCE_KEY: source_id, CHUNK_KEY: n}
         if importance is not None:
             meta[IMPORTANCE_KEY] = importance
         if n == 0:
             meta.update({HASH_KEY: digest, COUNT_KEY: len(texts)})
-            if rag.config.embedding_model_version:
-                meta[VERSION_KEY] = rag.config.embedding_model_version
-        _check_metadata_size(rag, chunk_id(source_id, n), chunk_text, meta)
+            if config.embedding_model_version:
+                meta[VERSION_KEY] = config.embedding_model_version
+        _check_metadata_size(store, chunk_id(source_id, n), chunk_text, meta)
         records.append(VectorRecord(chunk_id(source_id, n), vector, chunk_text, meta))
     stale = [chunk_id(source_id, n) for n in range(len(texts), old_count)]
     if not records and old_count == 0:
         stale = [chunk_id(source_id, 0)]  # an emptied document may have left a lexical #0 behind
-    if rag.lexical is not None and records:
-        rag.lexical.upsert(
-            [LexicalRecord(r.id, r.text, dict(r.metadata)) for r in records], namespace=namespace
-        )
+    if lexical is not None and records:
+        lexical.upsert([LexicalRecord(r.id, r.text, dict(r.metadata)) for r in records], namespace=namespace)
     if len(records) > 1:
-        rag.store.upsert(records[1:], namespace=namespace)
+        store.upsert(records[1:], namespace=namespace)
     if stale:
-        rag.store.delete_by_ids(stale, namespace=namespace)
-        if rag.lexical is not None:
-            rag.lexical.delete_by_ids(stale, namespace=namespace)
+        store.delete_by_ids(stale, namespace=namespace)
+        if lexical is not None:
+            lexical.delete_by_ids(stale, namespace=namespace)
     if records:
-        rag.store.upsert(records[:1], namespace=namespace)  # the commit marker, last
+        store.upsert(records[:1], namespace=namespace)  # the commit marker, last
     return IndexResult(source_id, len(records), unchanged=False, deleted=max(0, old_count - len(records)))
 
 
-def remove_document(rag: Rag, source_id: str, *, namespace: str | None) -> int:
-    """Delete every chunk of ``source_id``; returns how many the index held."""
-    count, _ = _previous_count(rag, source_id, namespace)
+def remove_document(
+    config: RagConfig,
+    source_id: str,
+    *,
+    namespace: str | None,
+    access: AccessPolicy,
+    scope: Mapping[str, Any] | None,
+) -> int:
+    """Delete every chunk of ``source_id``; returns how many the index held. Under a ``scope``, a source
+    with any row outside it is refused, not deleted."""
+    count, _ = _previous_count(config.store, source_id, namespace)
     ids = [chunk_id(source_id, n) for n in range(max(count, 1))]
-    rag.store.delete_by_ids(ids, namespace=namespace)
-    if rag.lexical is not None:
-        rag.lexical.delete_by_ids(ids, namespace=namespace)
+    if scope is not None:
+        access.check_existing(_stored(config, ids, namespace), scope, "delete")
+    config.store.delete_by_ids(ids, namespace=namespace)
+    if config.lexical_store is not None:
+        config.lexical_store.delete_by_ids(ids, namespace=namespace)
     return count
 
 
-def _check_metadata_size(rag: Rag, record_id: str, text: str, metadata: Mapping[str, Any]) -> None:
-    limit = rag.store.capabilities.max_metadata_bytes
+def _check_metadata_size(store: VectorStore, record_id: str, text: str, metadata: Mapping[str, Any]) -> None:
+    limit = store.capabilities.max_metadata_bytes
     if limit is None:
         return
     size = len(json.dumps({"text": text, **metadata}, default=str).encode("utf-8"))

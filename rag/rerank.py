@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
-from lunora_jobs.errors import ConfigurationError, RerankerError
+from rag.errors import RagConfigurationError, RerankerError
 from rag.stores.base import VectorHit
 
 ScoreFn = Callable[[str, str], float]
@@ -43,7 +43,7 @@ def score_reranker(score: ScoreFn, *, min_score: float | None = None, concurrenc
     Candidates scoring below ``min_score`` are rejected, not only reordered.
     """
     if concurrency < 1:
-        raise ConfigurationError(f"score_reranker concurrency must be >= 1, got {concurrency}")
+        raise RagConfigurationError(f"score_reranker concurrency must be >= 1, got {concurrency}")
 
     def rerank(query: str, hits: Sequence[VectorHit]) -> list[VectorHit]:
         if not hits:

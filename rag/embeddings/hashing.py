@@ -16,6 +16,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 
+from rag.embeddings.base import checked_texts
 from rag.lexical.kernel import tokenize
 
 
@@ -29,7 +30,7 @@ class HashingEmbedder:
 
     def embed_many(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order."""
-        return [self.embed(text) for text in texts]
+        return [self.embed(text) for text in checked_texts(texts)]
 
     def embed(self, text: str) -> list[float]:
         """The vector of one text."""

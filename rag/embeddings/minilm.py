@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from lunora_jobs.errors import EmbedderUnavailableError
+from rag.errors import EmbedderUnavailableError
 
 from ._bert import BertConfig, BertEncoder, mean_pool_normalize
+from .base import checked_texts
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSIONS = 384
@@ -147,12 +148,11 @@ class MiniLMEmbedder:
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
         """Like ``embed_many`` but returns one float32 array of shape ``(len(texts), 384)``."""
-        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        if not texts:
+        cleaned = [t.strip() for t in checked_texts(texts)]  # as sentence-transformers strips
+        out = np.zeros((len(cleaned), DIMENSIONS), dtype=np.float32)
+        if not cleaned:
             return out
         loaded = self._load()
-        # sentence-transformers strips surrounding whitespace before tokenising.
-        cleaned = [str(t).strip() for t in texts]
         order = sorted(range(len(cleaned)), key=lambda i: len(cleaned[i]))
         with _blas_threads(self.blas_threads):
             for start in range(0, len(order), self.batch_size):

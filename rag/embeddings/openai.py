@@ -12,26 +12,26 @@ Example::
     embedder = OpenAIEmbedder("text-embedding-3-small")                 # OPENAI_API_KEY from the env
     local = OpenAIEmbedder("nomic-embed-text", base_url="http://127.0.0.1:11434/v1")
     vectors = embedder.embed_many(["first chunk", "second chunk"])
-    embedder.last_usage            # Usage(input_tokens=..., cost_usd=<provider-reported or None>)
+    embedder.last_usage            # TokenUsage(input_tokens=..., cost_usd=<provider-reported or None>)
     embedder.last_cost()           # ModelCost(usd=4e-07, source="estimate"), or None if unpriced
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lunora_jobs.errors import (
-    ConfigurationError,
+from rag.cost import ModelCost, ModelPrice, TokenUsage, resolve_model_cost
+from rag.errors import (
     EmbedderUnavailableError,
     EmbeddingInputError,
     EmbeddingResponseError,
+    RagConfigurationError,
 )
-from lunora_jobs.models.base import Usage
-from rag.cost import ModelCost, ModelPrice, resolve_model_cost
+from rag.settings import RagSettings
 
+from .base import checked_texts
 from .batching import plan_batches
 
 
@@ -59,7 +59,7 @@ class OpenAIEmbedder:
         prices: Mapping[str, ModelPrice] | None = None,
     ) -> None:
         if max_batch_size < 1 or max_batch_tokens < 1:
-            raise ConfigurationError("max_batch_size and max_batch_tokens must be at least 1")
+            raise RagConfigurationError("max_batch_size and max_batch_tokens must be at least 1")
         self.model = model
         self.dimensions = dimensions
         self._requested_dimensions = dimensions  # sent to the API only when the caller asked for it
@@ -67,22 +67,23 @@ class OpenAIEmbedder:
         self.max_batch_tokens = max_batch_tokens
         self.count_tokens = count_tokens
         self.prices = prices
-        self.last_usage: Usage | None = None
-        self.total_usage = Usage()
+        self.last_usage: TokenUsage | None = None
+        self.total_usage = TokenUsage()
         self._usage_lock = threading.Lock()
         self._client = client if client is not None else _make_client(api_key, base_url, timeout, max_retries)
 
     def embed_many(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts`` in as few requests as the limits allow; the result lines up with ``texts``."""
+        texts = checked_texts(texts)
         for i, text in enumerate(texts):
-            if not text or not text.strip():
+            if not text.strip():
                 raise EmbeddingInputError(
                     f"text #{i} is empty; OpenAI-compatible endpoints reject empty input -- "
                     "drop empty chunks (or queries) before embedding"
                 )
         measure = self.count_tokens or _utf8_len
         vectors: list[list[float]] = []
-        usage = Usage()
+        usage = TokenUsage()
         for batch in plan_batches(texts, measure, self.max_batch_size, self.max_batch_tokens):
             batch_vectors, batch_usage = self._request(batch)
             vectors.extend(batch_vectors)
@@ -92,7 +93,7 @@ class OpenAIEmbedder:
             self.total_usage = self.total_usage + usage
         return vectors
 
-    def _request(self, batch: list[str]) -> tuple[list[list[float]], Usage]:
+    def _request(self, batch: list[str]) -> tuple[list[list[float]], TokenUsage]:
         kwargs: dict[str, Any] = {"model": self.model, "input": batch}
         if self._requested_dimensions is not None:
             kwargs["dimensions"] = self._requested_dimensions
@@ -130,15 +131,16 @@ def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def _usage_of(response: Any) -> Usage:
+def _usage_of(response: Any) -> TokenUsage:
     """Tokens (and a provider-reported cost, e.g. OpenRouter's ``usage.cost``) of one response."""
     usage = getattr(response, "usage", None)
     if usage is None:
-        return Usage()
+        return TokenUsage()
     tokens = getattr(usage, "prompt_tokens", None) or getattr(usage, "total_tokens", None) or 0
     extra = getattr(usage, "model_extra", None) or {}
     cost = extra.get("cost", getattr(usage, "cost", None))
-    return Usage(input_tokens=int(tokens), cost_usd=float(cost) if isinstance(cost, int | float) else None)
+    reported = float(cost) if isinstance(cost, int | float) else None
+    return TokenUsage(input_tokens=int(tokens), cost_usd=reported)
 
 
 def _make_client(api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
@@ -148,11 +150,12 @@ def _make_client(api_key: str | None, base_url: str | None, timeout: float, max_
         raise EmbedderUnavailableError(
             'OpenAIEmbedder needs the openai SDK; install it with pip install "lunora-jobs[openai]"'
         ) from exc
-    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-    api_key = api_key or os.environ.get("OPENAI_API_KEY")
+    settings = RagSettings()
+    base_url = base_url or settings.openai_base_url or None
+    api_key = api_key or settings.openai_api_key
     if not api_key:
         if base_url is None:
-            raise ConfigurationError(
+            raise RagConfigurationError(
                 "OpenAIEmbedder has no API key: set OPENAI_API_KEY, pass api_key=..., or point base_url= "
                 "at an OpenAI-compatible server that needs none"
             )

@@ -12,6 +12,7 @@ from typing import Any
 from rag.filters import matches_metadata_filter
 from rag.lexical.base import LexicalRecord
 from rag.lexical.kernel import Bm25Params, query_terms, ranked, score_documents, take, term_frequencies
+from rag.namespaces import store_key
 from rag.stores.base import VectorHit
 
 
@@ -27,13 +28,13 @@ class Bm25LexicalStore:
 
     def __init__(self, params: Bm25Params = Bm25Params()) -> None:
         self.params = params
-        self._spaces: dict[str | None, _Namespace] = {}
+        self._spaces: dict[str, _Namespace] = {}
         self._lock = threading.Lock()
 
     def upsert(self, records: Sequence[LexicalRecord], *, namespace: str | None = None) -> None:
         """Insert or replace records by id."""
         with self._lock:
-            space = self._spaces.setdefault(namespace, _Namespace())
+            space = self._spaces.setdefault(store_key(namespace), _Namespace())
             for record in records:
                 self._remove(space, record.id)
                 tf, length = term_frequencies(record.text)
@@ -45,17 +46,24 @@ class Bm25LexicalStore:
     def delete_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> None:
         """Delete records by id; missing ids are ignored."""
         with self._lock:
-            space = self._spaces.get(namespace)
+            space = self._spaces.get(store_key(namespace))
             if space is not None:
                 for doc_id in ids:
                     self._remove(space, doc_id)
+
+    def get_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> list[VectorHit]:
+        """Records by id (score 0), in the order given, skipping missing ones."""
+        with self._lock:
+            space = self._spaces.get(store_key(namespace))
+            found = [space.docs[i][0] for i in ids if i in space.docs] if space is not None else []
+            return [VectorHit(r.id, 0.0, r.text, dict(r.metadata)) for r in found]
 
     def search(
         self, query: str, *, top_k: int, namespace: str | None = None, filter: dict[str, Any] | None = None
     ) -> list[VectorHit]:
         """The ``top_k`` best BM25 matches in ``namespace`` admitted by ``filter``."""
         with self._lock:
-            space = self._spaces.get(namespace)
+            space = self._spaces.get(store_key(namespace))
             if space is None or top_k <= 0:
                 return []
             terms = query_terms(query)
@@ -66,7 +74,6 @@ class Bm25LexicalStore:
                 postings,
                 lengths,
                 n_docs=len(space.docs),
-                total_length=space.total_length,
                 params=self.params,
             )
             docs = space.docs

@@ -17,7 +17,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 
 from rag.filters import matches_metadata_filter
 from rag.lexical.base import LexicalRecord
@@ -29,10 +28,10 @@ from rag.lexical.kernel import (
     score_documents,
     term_frequencies,
 )
+from rag.namespaces import store_key
+from rag.sql_tables import LONG_TEXT, create_table_once, engine_of
 from rag.stores.base import VectorHit
-from rag.stores.sql import create_table_once
 
-_LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 _BATCH = 500
 
 
@@ -43,10 +42,10 @@ def _tables(prefix: str) -> tuple[sa.MetaData, sa.Table, sa.Table]:
         meta,
         sa.Column("namespace", sa.String(191), primary_key=True),
         sa.Column("id", sa.String(255), primary_key=True),
-        sa.Column("text", _LONG_TEXT, nullable=False),
-        sa.Column("metadata", _LONG_TEXT, nullable=False),
+        sa.Column("text", LONG_TEXT, nullable=False),
+        sa.Column("metadata", LONG_TEXT, nullable=False),
         sa.Column("length", sa.Integer, nullable=False),
-        # Covering index: the per-query count/sum reads it instead of the wide rows.
+        # Covering index: the per-query count reads it instead of the wide rows.
         sa.Index(f"{prefix}_docs_namespace_length_idx", "namespace", "length"),
         mysql_engine="InnoDB",
         mysql_charset="utf8mb4",
@@ -94,7 +93,7 @@ class SqlLexicalStore:
         """Insert or replace records by id (one transaction)."""
         if not records:
             return
-        ns = namespace or ""
+        ns = store_key(namespace)
         doc_rows: list[dict[str, Any]] = []
         posting_rows: list[dict[str, Any]] = []
         for record in {r.id: r for r in records}.values():
@@ -120,7 +119,18 @@ class SqlLexicalStore:
     def delete_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> None:
         """Delete records by id; missing ids are ignored."""
         with self.engine.begin() as conn:
-            self._delete(conn, namespace or "", list(ids))
+            self._delete(conn, store_key(namespace), list(ids))
+
+    def get_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> list[VectorHit]:
+        """Records by id (score 0), in the order given, skipping missing ones."""
+        ns, d = store_key(namespace), self.docs
+        found: dict[str, VectorHit] = {}
+        with self.engine.connect() as conn:
+            for batch in _batches(list(ids)):
+                stmt = sa.select(d.c.id, d.c.text, d.c.metadata).where(d.c.namespace == ns, d.c.id.in_(batch))
+                for row in conn.execute(stmt):
+                    found[row.id] = VectorHit(row.id, 0.0, row.text, json.loads(row.metadata))
+        return [found[i] for i in ids if i in found]
 
     def search(
         self, query: str, *, top_k: int, namespace: str | None = None, filter: dict[str, Any] | None = None
@@ -129,14 +139,10 @@ class SqlLexicalStore:
         terms = query_terms(query)
         if not terms or top_k <= 0:
             return []
-        ns = namespace or ""
+        ns = store_key(namespace)
         d, p = self.docs, self.postings
         with self.engine.connect() as conn:
-            n_docs, total = conn.execute(
-                sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(d.c.length), 0)).where(
-                    d.c.namespace == ns
-                )
-            ).one()
+            n_docs = conn.execute(sa.select(sa.func.count()).where(d.c.namespace == ns)).scalar_one()
             rows = conn.execute(
                 sa.select(p.c.term, p.c.doc_id, p.c.tf, p.c.dl).where(
                     p.c.namespace == ns, p.c.term.in_(terms)
@@ -148,7 +154,7 @@ class SqlLexicalStore:
                 postings.setdefault(term, {})[doc_id] = int(tf)
                 lengths[doc_id] = int(length)
             scores = score_documents(
-                terms, postings, lengths, n_docs=int(n_docs), total_length=int(total), params=self.params
+                terms, postings, lengths, n_docs=int(n_docs), params=self.params
             )
             ranking = ranked(scores)
             hits: list[VectorHit] = []
@@ -203,8 +209,4 @@ def sql_lexical_store(
     url_or_engine: str | sa.Engine, *, table_prefix: str = "rag_lexical", params: Bm25Params = Bm25Params()
 ) -> SqlLexicalStore:
     """A durable BM25 keyword index in the SQL database at ``url_or_engine`` (tables created if missing)."""
-    if isinstance(url_or_engine, str):
-        from lunora_jobs.config import normalize_database_url
-
-        url_or_engine = sa.create_engine(normalize_database_url(url_or_engine), future=True)
-    return SqlLexicalStore(url_or_engine, table_prefix=table_prefix, params=params)
+    return SqlLexicalStore(engine_of(url_or_engine), table_prefix=table_prefix, params=params)

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from lunora_jobs.config import Settings
+from rag.settings import RagSettings
 from rag.stores.base import VectorStore
 
 
 def default_store(
-    settings: Settings | None = None,
+    settings: RagSettings | None = None,
     *,
     collection: str = "lunora_rag",
     indexed_fields: Mapping[str, str] | Sequence[str] | None = None,
@@ -34,7 +34,7 @@ def default_store(
 
     ``collection`` names the server collection, or the sub-directory of the embedded shard.
     """
-    settings = settings or Settings()
+    settings = settings or RagSettings()
     if settings.qdrant_url:
         from rag.stores.qdrant import QdrantStore
 

@@ -19,7 +19,12 @@ from typing import Any
 import numpy as np
 
 from rag.filters import matches_metadata_filter
+from rag.inputs import check_count
+from rag.lexical.base import LexicalRecord
+from rag.lexical.memory import Bm25LexicalStore
+from rag.namespaces import store_key
 from rag.stores.base import StoreCapabilities, VectorHit, VectorRecord
+from rag.stores.dimensions import batch_width, check_width, vector_width
 from rag.stores.ranking import best_first
 
 
@@ -36,30 +41,39 @@ class _Space:
     matrix: np.ndarray | None = None
     ids: list[str] = field(default_factory=list)
 
+    def width(self) -> int | None:
+        return next(iter(self.rows.values()))[0].shape[0] if self.rows else None
+
 
 class MemoryStore:
-    """An exact in-memory vector store; declares no limits unless given ``capabilities``."""
+    """An exact in-memory vector store with a BM25 index beside it; no limits unless given
+    ``capabilities``."""
 
     def __init__(self, capabilities: StoreCapabilities | None = None) -> None:
         self.capabilities = capabilities or StoreCapabilities()
-        self._spaces: dict[str | None, _Space] = {}
+        self._spaces: dict[str, _Space] = {}
+        self._lexical = Bm25LexicalStore()
         self._lock = threading.Lock()
 
     def upsert(self, records: Sequence[VectorRecord], *, namespace: str | None = None) -> None:
-        """Insert or replace records by id."""
+        """Insert or replace records by id (and their text in the BM25 index)."""
+        key = store_key(namespace)
         with self._lock:
-            space = self._spaces.setdefault(namespace, _Space())
+            space = self._spaces.get(key) or _Space()
+            batch_width([r.vector for r in records], space.width(), f"namespace {namespace!r}")
+            self._spaces[key] = space
             for record in records:
-                vector = unit(record.vector)
-                if space.rows:
-                    width = next(iter(space.rows.values()))[0].shape[0]
-                    if vector.shape[0] != width:
-                        raise ValueError(
-                            f"vector of {vector.shape[0]} dimensions in a namespace of {width}; "
-                            "use a new namespace (or embedding_model_version) for a different model"
-                        )
-                space.rows[record.id] = (vector, record.text, dict(record.metadata))
+                space.rows[record.id] = (unit(record.vector), record.text, dict(record.metadata))
             space.matrix = None
+            self._lexical.upsert(
+                [LexicalRecord(r.id, r.text, dict(r.metadata)) for r in records], namespace=namespace
+            )
+
+    def lexical_query(
+        self, text: str, *, top_k: int, namespace: str | None = None, filter: dict[str, Any] | None = None
+    ) -> list[VectorHit]:
+        """The ``top_k`` best BM25 matches (``rag.lexical.kernel``) admitted by ``filter``."""
+        return self._lexical.search(text, top_k=top_k, namespace=namespace, filter=filter)
 
     def query(
         self,
@@ -70,10 +84,13 @@ class MemoryStore:
         filter: dict[str, Any] | None = None,
     ) -> list[VectorHit]:
         """The ``top_k`` most cosine-similar records admitted by ``filter``, best first."""
+        key = store_key(namespace)
         with self._lock:
-            space = self._spaces.get(namespace)
+            space = self._spaces.get(key)
             if space is None or not space.rows or top_k <= 0:
                 return []
+            check_count("top_k", top_k, self.capabilities.max_top_k)
+            check_width(vector_width(vector), space.width(), f"namespace {namespace!r}")
             if space.matrix is None:
                 space.ids = list(space.rows)
                 space.matrix = np.stack([space.rows[i][0] for i in space.ids])
@@ -88,7 +105,7 @@ class MemoryStore:
     def get_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> list[VectorHit]:
         """Records by id (score 0), in the order given, skipping missing ones."""
         with self._lock:
-            space = self._spaces.get(namespace)
+            space = self._spaces.get(store_key(namespace))
             if space is None:
                 return []
             return [self._hit(space, i, 0.0) for i in ids if i in space.rows]
@@ -96,16 +113,17 @@ class MemoryStore:
     def delete_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> None:
         """Delete records by id; missing ids are ignored."""
         with self._lock:
-            space = self._spaces.get(namespace)
+            space = self._spaces.get(store_key(namespace))
             if space is not None:
                 for i in ids:
                     space.rows.pop(i, None)
                 space.matrix = None
+            self._lexical.delete_by_ids(ids, namespace=namespace)
 
     def count(self, *, namespace: str | None = None) -> int:
         """How many records ``namespace`` holds."""
         with self._lock:
-            space = self._spaces.get(namespace)
+            space = self._spaces.get(store_key(namespace))
             return len(space.rows) if space else 0
 
     @staticmethod

@@ -5,9 +5,9 @@ qdrant-client's local mode (``path=`` a directory, or ``":memory:"``). Every nam
 collection: the namespace is a payload field with a tenant payload index, so a query is always
 scoped by a filter the store adds itself. Point ids are ``uuid5(namespace, chunk id)``, so the same
 chunk id in two namespaces never collides and an upsert replaces in place. Each point also holds
-a BM25 sparse vector of its text (Qdrant's tokenizer; IDF applied by Qdrant), so ``hybrid_query``
-fuses the dense and lexical legs with RRF inside Qdrant -- one round trip to a server instead of two
-legs plus a merge in Python.
+a BM25 sparse vector of its text (``rag.lexical.kernel``'s document weights; IDF applied by Qdrant
+over the caller's namespace), so ``lexical_query`` ranks as every other store does, and
+``hybrid_query`` fuses the dense and lexical legs with RRF inside Qdrant in one round trip.
 
 Example::
 
@@ -29,7 +29,11 @@ from typing import Any
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
+from rag.inputs import MAX_TOP_K, check_count
+from rag.namespaces import store_key
+from rag.settings import RagSettings
 from rag.stores.base import StoreCapabilities, VectorHit, VectorRecord
+from rag.stores.dimensions import batch_width, check_width, vector_width
 from rag.stores.qdrant_payload import (
     DENSE,
     HAS_META,
@@ -70,7 +74,7 @@ class _ClientFilters:
 class QdrantStore:
     """A namespaced ``VectorStore`` on a Qdrant server or qdrant-client's local mode (cosine)."""
 
-    capabilities = StoreCapabilities(max_dimensions=65_536, max_metadata_bytes=None, max_top_k=None)
+    capabilities = StoreCapabilities(max_dimensions=65_536, max_metadata_bytes=None, max_top_k=MAX_TOP_K)
 
     def __init__(
         self,
@@ -83,7 +87,7 @@ class QdrantStore:
         api_key: str | None = None,
     ) -> None:
         if client is None:
-            url = url or (None if path is not None else os.environ.get("LUNORA_QDRANT_URL"))
+            url = url or (None if path is not None else RagSettings().qdrant_url)
             if url:
                 # No version probe at construction: building a store must not block on the network.
                 client = QdrantClient(url=url, api_key=api_key, check_compatibility=False)
@@ -95,6 +99,7 @@ class QdrantStore:
         self.collection = collection
         self.indexed_fields = index_schemas(indexed_fields)
         self._known = False  # the collection exists (checked lazily: no network in __init__)
+        self._dims: int | None = None
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -103,8 +108,17 @@ class QdrantStore:
             self._known = self.client.collection_exists(self.collection)
         return self._known
 
+    def _width(self) -> int | None:
+        """The collection's dense width (read once), or None before the first write."""
+        if self._dims is None and self._ready():
+            vectors = self.client.get_collection(self.collection).config.params.vectors
+            params = vectors.get(DENSE) if isinstance(vectors, Mapping) else vectors
+            self._dims = None if params is None else int(params.size)
+        return self._dims
+
     def _ensure_collection(self, dimensions: int) -> None:
         if self._ready():
+            check_width(dimensions, self._width(), f"collection {self.collection!r}")
             return
         try:
             self.client.create_collection(
@@ -134,7 +148,10 @@ class QdrantStore:
         """Insert or replace records by id."""
         if not records:
             return
-        self._ensure_collection(len(records[0].vector))
+        width = batch_width([r.vector for r in records], None, f"collection {self.collection!r}")
+        assert width is not None
+        self._ensure_collection(width)
+        store_key(namespace)
         points = [
             qm.PointStruct(
                 id=point_id(namespace, r.id),
@@ -168,6 +185,7 @@ class QdrantStore:
         scope = self.scope_filter(namespace, flt)
         if scope is None or top_k <= 0 or not self._ready():
             return []
+        check_count("top_k", top_k, self.capabilities.max_top_k)
         if "prefetch" not in request:
             request["query_filter"] = scope
 
@@ -186,13 +204,29 @@ class QdrantStore:
         filter: dict[str, Any] | None = None,
     ) -> list[VectorHit]:
         """The ``top_k`` nearest records in ``namespace`` that match ``filter``, best first."""
+        if self._ready():
+            check_width(vector_width(vector), self._width(), f"collection {self.collection!r}")
         return self._points(top_k, namespace, filter, query=[float(x) for x in vector], using=DENSE)
 
     def lexical_query(
         self, text: str, *, top_k: int, namespace: str | None = None, filter: dict[str, Any] | None = None
     ) -> list[VectorHit]:
-        """BM25 hits for ``text`` (Qdrant's tokenizer; IDF over the collection), best first."""
-        return self._points(top_k, namespace, filter, query=_sparse(*sparse_query(text)), using=SPARSE)
+        """BM25 hits for ``text`` (``rag.lexical.kernel``; IDF over ``namespace``), best first."""
+        return self._points(
+            top_k,
+            namespace,
+            filter,
+            query=_sparse(*sparse_query(text)),
+            using=SPARSE,
+            search_params=self._idf_params(namespace),
+        )
+
+    def _idf_params(self, namespace: str | None) -> qm.SearchParams:
+        # IDF over the caller's namespace, as the in-Python stores compute it: another tenant's
+        # vocabulary must not move this tenant's ranking.
+        corpus = self.scope_filter(namespace, None)
+        assert corpus is not None  # a namespace-only scope always translates
+        return qm.SearchParams(idf=qm.IdfCorpusParams(corpus=corpus))
 
     def hybrid_query(
         self,
@@ -212,10 +246,18 @@ class QdrantStore:
         scope = self.scope_filter(namespace, filter)
         if scope is None:
             return []
+        if self._ready():
+            check_width(vector_width(vector), self._width(), f"collection {self.collection!r}")
         pool = max(candidates, top_k)
         legs = [
             qm.Prefetch(query=[float(x) for x in vector], using=DENSE, filter=scope, limit=pool),
-            qm.Prefetch(query=_sparse(*sparse_query(text)), using=SPARSE, filter=scope, limit=pool),
+            qm.Prefetch(
+                query=_sparse(*sparse_query(text)),
+                using=SPARSE,
+                filter=scope,
+                limit=pool,
+                params=self._idf_params(namespace),
+            ),
         ]
         return self._points(top_k, namespace, filter, prefetch=legs, query=qm.RrfQuery(rrf=qm.Rrf(k=rrf_k)))
 

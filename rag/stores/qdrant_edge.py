@@ -2,12 +2,14 @@
 
 The same segment, HNSW, payload-index and Query-API code a Qdrant server runs, without a server:
 a query is a function call, not a request. All namespaces share one shard; the namespace is a
-tenant payload index. Each point also carries a BM25 sparse vector (Qdrant's own tokenizer, IDF
-applied by the engine), so ``hybrid_query`` runs the dense and lexical legs in the engine and fuses
-them with RRF (``rag.fusion``, ties broken by chunk id so a query's ranking is reproducible).
+tenant payload index. Each point also carries a BM25 sparse vector (``rag.lexical.kernel``'s
+document weights, IDF applied by the engine), so ``lexical_query`` ranks as every other store does
+and ``hybrid_query`` runs the dense and lexical legs in the engine and fuses them with RRF
+(``rag.fusion``, ties broken by chunk id so a query's ranking is reproducible).
 
-BM25's IDF is shard-wide by default, as on a Qdrant server; ``namespace_idf=True`` scopes it to the
-caller's namespace (another tenant's vocabulary then cannot move the ranking) for ~1 ms a query.
+BM25's IDF is computed over the caller's namespace (``namespace_idf=True``, the default: another
+tenant's vocabulary cannot move the ranking, and the scores equal ``MemoryStore``'s), for ~1 ms a
+query at 100k points; ``namespace_idf=False`` makes it shard-wide, as on a Qdrant server.
 qdrant-edge-py 0.9 matches a Python bool as an integer, so boolean conditions are checked in
 Python on an over-fetched candidate set instead of natively.
 
@@ -24,20 +26,24 @@ Example::
 from __future__ import annotations
 
 import os
+import re
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import qdrant_edge as qe
 
+from rag.errors import DimensionMismatchError
 from rag.fusion import fuse_hits
+from rag.inputs import MAX_TOP_K, check_count
 from rag.stores.base import StoreCapabilities, VectorHit, VectorRecord
+from rag.stores.dimensions import check_width
 from rag.stores.qdrant_edge_shard import EdgeFilters, acquire_shard, release_shard
 from rag.stores.qdrant_payload import (
-    BM25,
     DENSE,
     NS_FIELD,
     SPARSE,
@@ -50,13 +56,31 @@ from rag.stores.qdrant_payload import (
     ranked,
     recheck,
     scoped,
+    sparse_document,
+    sparse_query,
 )
+
+
+@contextmanager
+def _dimension_errors() -> Iterator[None]:
+    # The engine reports a width mismatch as a bare Exception("Vector dimension error: expected dim:
+    # 3, got 2"); every store raises the one named error instead.
+    try:
+        yield
+    except Exception as exc:
+        message = str(exc)
+        if "dimension error" not in message:
+            raise
+        found = re.findall(r"\d+", message)
+        expected, got = (int(found[0]), int(found[1])) if len(found) >= 2 else (None, 0)
+        check_width(got, expected, "this EdgeStore")
+        raise DimensionMismatchError(message) from exc
 
 
 class EdgeStore:
     """A namespaced ``VectorStore`` (and ``HybridVectorStore``) on an embedded Qdrant shard (cosine)."""
 
-    capabilities = StoreCapabilities(max_dimensions=65_536, max_metadata_bytes=None, max_top_k=None)
+    capabilities = StoreCapabilities(max_dimensions=65_536, max_metadata_bytes=None, max_top_k=MAX_TOP_K)
 
     def __init__(
         self,
@@ -67,7 +91,7 @@ class EdgeStore:
         ef_construct: int = 128,
         hnsw_ef: int = 128,
         optimize_after: int = 2_000,
-        namespace_idf: bool = False,
+        namespace_idf: bool = True,
         tenant_graphs: bool = False,
     ) -> None:
         self.path = Path(path)
@@ -136,12 +160,16 @@ class EdgeStore:
         points = [
             qe.Point(
                 id=point_id(namespace, r.id),
-                vector={DENSE: [float(x) for x in r.vector], SPARSE: BM25.embed_document(r.text)},
+                vector={
+                    DENSE: [float(x) for x in r.vector],
+                    SPARSE: qe.SparseVector(*sparse_document(r.text)),
+                },
                 payload=payload_of(namespace, r),
             )
             for r in records
         ]
-        shard.update(qe.UpdateOperation.upsert_points(points))
+        with _dimension_errors():
+            shard.update(qe.UpdateOperation.upsert_points(points))
         self._pending += len(points)
 
     def delete_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> None:
@@ -170,6 +198,7 @@ class EdgeStore:
         scope = self.scope_filter(namespace, filter)
         if shard is None or scope is None or top_k <= 0:
             return [[] for _ in legs]
+        check_count("top_k", top_k, self.capabilities.max_top_k)
         native, exact = scope
 
         def fetch(which: Sequence[int], n: int) -> list[list[VectorHit]]:
@@ -183,7 +212,8 @@ class EdgeStore:
                 )
                 for i in which
             ]
-            found = shard.query_batch(qe.QueryBatchRequest(requests))
+            with _dimension_errors():
+                found = shard.query_batch(qe.QueryBatchRequest(requests))
             return [[hit_of(p.payload, p.score) for p in points] for points in found]
 
         def fetch_one(i: int, n: int) -> list[VectorHit]:
@@ -207,7 +237,7 @@ class EdgeStore:
 
     def _sparse_leg(self, text: str, namespace: str | None) -> tuple[Any, str, Callable[[int], Any]]:
         params = self._sparse_params(namespace)
-        return BM25.embed_query(text), SPARSE, lambda n: params
+        return qe.SparseVector(*sparse_query(text)), SPARSE, lambda n: params
 
     def query(
         self,

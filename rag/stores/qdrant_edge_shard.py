@@ -20,7 +20,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from lunora_jobs.errors import VectorStoreLockedError
+from rag.errors import VectorStoreLockedError
 from rag.stores.qdrant_payload import DENSE, HAS_META, NS_FIELD, SPARSE
 
 _SCHEMAS: dict[str, Any] = {

@@ -2,9 +2,10 @@
 
 Payload of a point: ``ns`` (namespace, tenant-indexed), ``chunk_id``, ``text``, ``metadata`` (the
 record's metadata; filters address it as ``metadata.<path>``) and ``has_meta`` (0/1, so a filter
-can exclude records indexed without metadata). Sparse vectors come from Qdrant's own BM25
-(``qdrant_edge.Bm25``: tokenizer, stemmer, term weights; IDF is applied by the engine), so the
-server, local mode and the embedded shard score the lexical leg the same way.
+can exclude records indexed without metadata). Sparse vectors are ``rag.lexical.kernel``'s BM25
+document weights (the tokenizer and formula of every other store); Qdrant applies the IDF at query
+time over the caller's namespace, so the server, local mode and the embedded shard rank the lexical
+leg as ``MemoryStore`` and ``SqlVectorStore`` do.
 """
 
 from __future__ import annotations
@@ -13,27 +14,25 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import qdrant_edge as qe
-
 from rag.filters import matches_metadata_filter
+from rag.lexical import kernel
+from rag.namespaces import store_key
 from rag.stores.base import VectorHit, VectorRecord
 from rag.stores.qdrant_filter import QdrantFilterBuilder, needs_metadata_guard, translate
 
-DEFAULT_NAMESPACE = "__default__"
 NS_FIELD = "ns"
 ID_FIELD = "chunk_id"
 HAS_META = "has_meta"
 DENSE = "dense"
 SPARSE = "bm25"
 _POINT_NS = uuid.UUID("6f1c1f0e-3c55-4a38-9d0a-1a0b5d3e7c21")
-BM25 = qe.Bm25()
 # Extra results fetched past a limit so a run of equal scores at the cut is seen whole.
 TIE_MARGIN = 8
 
 
 def namespace_key(namespace: str | None) -> str:
-    """The payload value of a namespace (``None`` is the default namespace)."""
-    return DEFAULT_NAMESPACE if namespace is None else namespace
+    """The payload value of a namespace (``None`` is the default namespace; its key is reserved)."""
+    return store_key(namespace)
 
 
 def point_id(namespace: str | None, chunk_id: str) -> str:
@@ -62,15 +61,13 @@ def payload_of(namespace: str | None, record: VectorRecord) -> dict[str, Any]:
 
 
 def sparse_document(text: str) -> tuple[list[int], list[float]]:
-    """BM25 term weights of a stored text as (indices, values)."""
-    vec = BM25.embed_document(text)
-    return list(vec.indices), list(vec.values)
+    """BM25 document weights of a stored text as (indices, values)."""
+    return kernel.sparse_document(text)
 
 
 def sparse_query(text: str) -> tuple[list[int], list[float]]:
     """BM25 query terms (weight 1 each) as (indices, values)."""
-    vec = BM25.embed_query(text)
-    return list(vec.indices), list(vec.values)
+    return kernel.sparse_query(text)
 
 
 def recheck(hits: list[VectorHit], flt: dict[str, Any] | None) -> list[VectorHit]:

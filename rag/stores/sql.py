@@ -21,27 +21,17 @@ from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 
-from lunora_jobs.config import normalize_database_url
-from lunora_jobs.errors import NamespaceTooLargeError
+from rag.errors import NamespaceTooLargeError
 from rag.filters import matches_metadata_filter
+from rag.inputs import check_count
+from rag.lexical.base import LexicalRecord
+from rag.lexical.sql import SqlLexicalStore
+from rag.namespaces import store_key
+from rag.sql_tables import BLOB, LONG_TEXT, create_table_once, engine_of
 from rag.stores.base import StoreCapabilities, VectorHit, VectorRecord
+from rag.stores.dimensions import batch_width, check_width, vector_width
 from rag.stores.ranking import best_first
-
-DEFAULT_NAMESPACE = "__default__"
-_LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
-_BLOB = sa.LargeBinary().with_variant(mysql.MEDIUMBLOB(), "mysql", "mariadb")
-
-
-def create_table_once(engine: sa.Engine, table: sa.Table) -> None:
-    """Create ``table`` (and its indexes) unless it exists, tolerating a concurrent creator: several
-    processes may start at once, and the loser of the check-then-create race gets "already exists"."""
-    try:
-        table.create(engine, checkfirst=True)
-    except sa.exc.DatabaseError:
-        if not sa.inspect(engine).has_table(table.name):
-            raise
 
 
 def vectors_table(metadata: sa.MetaData, name: str = "rag_vectors") -> sa.Table:
@@ -52,9 +42,9 @@ def vectors_table(metadata: sa.MetaData, name: str = "rag_vectors") -> sa.Table:
         sa.Column("namespace", sa.String(191), primary_key=True),
         sa.Column("id", sa.String(512), primary_key=True),
         sa.Column("dim", sa.Integer, nullable=False),
-        sa.Column("vector", _BLOB, nullable=False),
-        sa.Column("text", _LONG_TEXT, nullable=False),
-        sa.Column("metadata", _LONG_TEXT, nullable=False),
+        sa.Column("vector", BLOB, nullable=False),
+        sa.Column("text", LONG_TEXT, nullable=False),
+        sa.Column("metadata", LONG_TEXT, nullable=False),
         mysql_engine="InnoDB",
         mysql_charset="utf8mb4",
         mysql_collate="utf8mb4_bin",
@@ -80,15 +70,28 @@ class SqlVectorStore:
         max_scan: int = 50_000,
         create: bool = True,
     ) -> None:
-        self.engine = sa.create_engine(normalize_database_url(engine)) if isinstance(engine, str) else engine
+        self.engine = engine_of(engine)
         self.max_scan = max_scan
         self.table = vectors_table(sa.MetaData(), table)
         if create:
             create_table_once(self.engine, self.table)
+        # The lexical leg: BM25 postings in the same database, kept in step with every write.
+        self.lexical = SqlLexicalStore(self.engine, table_prefix=f"{table}_lexical")
 
     @staticmethod
     def _ns(namespace: str | None) -> str:
-        return DEFAULT_NAMESPACE if namespace is None else namespace
+        return store_key(namespace)
+
+    def _width(self, conn: sa.Connection, ns: str) -> int | None:
+        t = self.table
+        found = conn.execute(sa.select(t.c.dim).where(t.c.namespace == ns).limit(1)).scalar()
+        return None if found is None else int(found)
+
+    def lexical_query(
+        self, text: str, *, top_k: int, namespace: str | None = None, filter: dict[str, Any] | None = None
+    ) -> list[VectorHit]:
+        """The ``top_k`` best BM25 matches (``rag.lexical.kernel``) admitted by ``filter``."""
+        return self.lexical.search(text, top_k=top_k, namespace=namespace, filter=filter)
 
     def upsert(self, records: Sequence[VectorRecord], *, namespace: str | None = None) -> None:
         """Insert or replace records by id (delete + insert in one transaction: portable upsert)."""
@@ -109,10 +112,16 @@ class SqlVectorStore:
         ]
         t = self.table
         with self.engine.begin() as conn:
+            batch_width(
+                [r.vector for r in latest.values()], self._width(conn, ns), f"namespace {namespace!r}"
+            )
             for start in range(0, len(rows), 500):
                 ids = [row["id"] for row in rows[start : start + 500]]
                 conn.execute(t.delete().where(t.c.namespace == ns, t.c.id.in_(ids)))
             conn.execute(t.insert(), rows)
+        self.lexical.upsert(
+            [LexicalRecord(r.id, r.text, dict(r.metadata)) for r in latest.values()], namespace=namespace
+        )
 
     def delete_by_ids(self, ids: Sequence[str], *, namespace: str | None = None) -> None:
         """Delete records by id; missing ids are ignored."""
@@ -123,6 +132,7 @@ class SqlVectorStore:
             for start in range(0, len(ids), 500):
                 chunk = list(ids[start : start + 500])
                 conn.execute(t.delete().where(t.c.namespace == self._ns(namespace), t.c.id.in_(chunk)))
+        self.lexical.delete_by_ids(ids, namespace=namespace)
 
     def count(self, *, namespace: str | None = None) -> int:
         """How many records ``namespace`` holds."""
@@ -145,6 +155,7 @@ class SqlVectorStore:
         """
         if top_k <= 0:
             return []
+        check_count("top_k", top_k, self.capabilities.max_top_k)
         ns = self._ns(namespace)
         t = self.table
         count = sa.select(sa.func.count()).select_from(t).where(t.c.namespace == ns)
@@ -159,9 +170,12 @@ class SqlVectorStore:
                     "data into smaller namespaces, raise max_scan if the latency is acceptable, or use "
                     "QdrantStore / EdgeStore (HNSW)."
                 )
+            width = self._width(conn, ns)
+            if width is None:
+                return []
+            check_width(vector_width(vector), width, f"namespace {namespace!r}")
             rows = conn.execute(sa.select(*cols).where(t.c.namespace == ns)).all()
         query = _normalized(vector)
-        rows = [r for r in rows if len(r.vector) == query.nbytes]  # another dimension cannot be compared
         if not rows:
             return []
         matrix = np.frombuffer(b"".join(r.vector for r in rows), dtype=np.float32).reshape(len(rows), -1)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag.embeddings.hashing import HashingEmbedder
+from rag.namespaces import store_key
 from rag.stores.base import StoreCapabilities, VectorHit, VectorRecord
 from rag.stores.memory import MemoryStore
 
@@ -69,5 +70,5 @@ class RecordingStore:
         return len(self.upserts) + len(self.deletes)
 
     def ids(self, namespace: str | None = None) -> list[str]:
-        space = self.inner._spaces.get(namespace)
+        space = self.inner._spaces.get(store_key(namespace))
         return sorted(space.rows) if space else []

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from lunora_jobs.errors import ConfigurationError
 from rag.chunkers import fixed_chunker, markdown_chunker, sentence_chunker, token_chunker
+from rag.errors import RagConfigurationError
 
 PROSE = " ".join(
     f"Sentence number {i} talks about topic {i % 7} with some extra words to pad it out." for i in range(60)
@@ -27,9 +27,9 @@ def test_fixed_window_default_is_1000_with_200_overlap() -> None:
 
 
 def test_fixed_window_validates_overlap() -> None:
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(RagConfigurationError):
         fixed_chunker(100, 100)
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(RagConfigurationError):
         sentence_chunker(0, 0)
     assert fixed_chunker()("   ") == []
 
@@ -149,7 +149,7 @@ def test_token_chunker_hard_splits_long_words_and_sentences() -> None:
 
 
 def test_token_chunker_requires_a_counter() -> None:
-    with pytest.raises(ConfigurationError, match="count_tokens"):
+    with pytest.raises(RagConfigurationError, match="count_tokens"):
         token_chunker(count_tokens=None)  # type: ignore[arg-type]
 
 

@@ -8,8 +8,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rag_helpers import RecordingEmbedder
 
-from lunora_jobs.models.base import Usage
 from rag import MemoryStore, ModelPrice, define_rag, estimate_model_cost, resolve_model_cost
+from rag.cost import TokenUsage as Usage
 
 
 def test_estimate_from_the_price_table() -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 from rag_helpers import RecordingEmbedder, RecordingStore
 
-from lunora_jobs.errors import (
-    ConfigurationError,
+from rag import bm25_lexical_store, define_rag, fixed_chunker
+from rag.errors import (
     EmbeddingDimensionError,
     MetadataTooLargeError,
     NamespaceRequiredError,
+    RagConfigurationError,
+    RagInputError,
 )
-from rag import bm25_lexical_store, define_rag, fixed_chunker
 from rag.stores.base import StoreCapabilities
 
 
@@ -129,7 +130,7 @@ def test_model_version_is_folded_into_the_namespace() -> None:
     assert v2.retrieve("hello", namespace="t1").chunks == []  # new version: a fresh, empty partition
     v1.index("doc", "hello world")  # default namespace folds too
     assert store.ids("@m-v1") == ["doc#0"]
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(RagConfigurationError):
         define_rag(embedding=embedder, store=store, embedding_model_version="bad version!")
 
 
@@ -170,15 +171,15 @@ def test_emptied_document_removes_its_chunks() -> None:
 
 
 def test_unknown_option_and_bad_importance_are_refused() -> None:
-    with pytest.raises(ConfigurationError, match="unknown option"):
+    with pytest.raises(RagConfigurationError, match="unknown option"):
         define_rag(embedding=RecordingEmbedder(), store=RecordingStore(), topK=5)
     rag, _, _ = make()
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(RagInputError):
         rag.index("doc", "x", importance=2.0)
 
 
 def test_reserved_metadata_keys_are_refused() -> None:
     rag, _, store = make()
-    with pytest.raises(ConfigurationError, match="_rag_source"):
+    with pytest.raises(RagInputError, match="_rag_source"):
         rag.index("doc", "x", metadata={"_rag_source": "spoof"})
     assert store.writes == 0

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from rag.lexical import LexicalRecord, bm25_lexical_store, tokenize
-from rag.lexical.kernel import idf, score_documents
+from rag.lexical.kernel import Bm25Params, idf, score_documents
 
 
 def test_tokenize_is_casefolded_unicode_words_capped() -> None:
@@ -18,7 +18,8 @@ def test_tokenize_is_casefolded_unicode_words_capped() -> None:
 def test_score_matches_the_okapi_formula() -> None:
     postings = {"cat": {"a": 2, "b": 1}, "dog": {"b": 3}}
     lengths = {"a": 4, "b": 8}
-    scores = score_documents(["cat", "dog", "cat"], postings, lengths, n_docs=3, total_length=18)
+    # The reference length is a parameter (fixed, so Qdrant's stored sparse weights can match it).
+    scores = score_documents(["cat", "dog", "cat"], postings, lengths, n_docs=3, params=Bm25Params(avgdl=6.0))
     avgdl, k1, b = 6.0, 1.2, 0.75
 
     def term(tf: int, df: int, dl: int) -> float:

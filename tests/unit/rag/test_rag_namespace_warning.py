@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from lunora_jobs.errors import ConfigurationError, NamespaceRequiredError
 from rag import define_rag
 from rag.embeddings.hashing import HashingEmbedder
+from rag.errors import NamespaceRequiredError, RagConfigurationError
 from rag.stores.memory import MemoryStore
 
 
@@ -53,7 +53,7 @@ def test_require_namespace_is_an_error_not_a_warning(caplog: pytest.LogCaptureFi
     with pytest.raises(NamespaceRequiredError):
         tenants.retrieve("alpha")
     assert _warnings(caplog) == []
-    with pytest.raises(ConfigurationError, match="allow_shared_namespace"):
+    with pytest.raises(RagConfigurationError, match="allow_shared_namespace"):
         define_rag(
             embedding=HashingEmbedder(32),
             store=MemoryStore(),

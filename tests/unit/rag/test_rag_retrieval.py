@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from rag_helpers import RecordingEmbedder, RecordingStore
 
-from lunora_jobs.errors import RerankerError, TopKTooLargeError
 from rag import (
     Bm25LexicalStore,
     batch_reranker,
@@ -19,6 +18,7 @@ from rag import (
     score_reranker,
     sentence_chunker,
 )
+from rag.errors import RerankerError, TopKTooLargeError
 from rag.stores.base import StoreCapabilities, VectorHit
 
 DOCS = {
@@ -249,19 +249,19 @@ def test_importance_weights_scores_and_chunk_context_stitches_neighbours() -> No
     assert "First intro sentence." in result.chunks[0].text and "Closing remark" in result.chunks[0].text
 
 
-def test_native_hybrid_store_is_used_with_our_rrf_k_when_no_lexical_store() -> None:
-    class HybridStore(RecordingStore):
+def test_a_stores_own_lexical_leg_is_used_when_no_lexical_store() -> None:
+    class LexicalStore(RecordingStore):
         calls: list[dict[str, Any]] = []
 
-        def hybrid_query(self, vector, text, *, top_k, candidates, namespace=None, filter=None, rrf_k=60):
-            self.calls.append({"text": text, "top_k": top_k, "candidates": candidates, "rrf_k": rrf_k})
-            return self.query(vector, top_k=top_k, namespace=namespace, filter=filter)
+        def lexical_query(self, text, *, top_k, namespace=None, filter=None):
+            self.calls.append({"text": text, "top_k": top_k, "filter": filter})
+            return self.inner.lexical_query(text, top_k=top_k, namespace=namespace, filter=filter)
 
-    store = HybridStore()
+    store = LexicalStore()
     rag = define_rag(embedding=RecordingEmbedder(), store=store, rrf_k=60)
     rag.index("a", "hybrid text")
     assert rag.retrieve("hybrid", top_k=2).chunks[0].source_id == "a"
-    assert store.calls[-1] == {"text": "hybrid", "top_k": 8, "candidates": 8, "rrf_k": 60}
+    assert store.calls[-1] == {"text": "hybrid", "top_k": 8, "filter": None}
     off = define_rag(embedding=RecordingEmbedder(), store=store, hybrid=False)
     off.retrieve("hybrid")
     assert len(store.calls) == 1
@@ -277,7 +277,7 @@ def test_as_tool_returns_context_and_sources() -> None:
 
 
 def test_as_tool_on_a_multi_tenant_rag_needs_a_namespace_up_front() -> None:
-    from lunora_jobs.errors import NamespaceRequiredError
+    from rag.errors import NamespaceRequiredError
 
     strict = define_rag(embedding=RecordingEmbedder(), store=RecordingStore(), require_namespace=True)
     with pytest.raises(NamespaceRequiredError):
@@ -288,10 +288,10 @@ def test_as_tool_on_a_multi_tenant_rag_needs_a_namespace_up_front() -> None:
 
 
 def test_bad_top_k_is_refused() -> None:
-    from lunora_jobs.errors import ConfigurationError
+    from rag.errors import RagInputError
 
     rag, _, _ = corpus()
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(RagInputError):
         rag.retrieve("x", top_k=0)
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(RagInputError):
         rag.retrieve("x", candidates=-1)

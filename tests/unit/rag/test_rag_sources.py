@@ -8,9 +8,9 @@ import pytest
 from rag_helpers import RecordingEmbedder, RecordingStore
 from rich.console import Console
 
-from lunora_jobs.config import Settings
 from rag import DirectorySource, SourceObject, define_rag, define_rag_source
 from rag.cli import sync_directory
+from rag.settings import RagSettings as Settings
 
 
 class Bucket:

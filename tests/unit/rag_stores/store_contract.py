@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lunora_jobs.errors import NamespaceTooLargeError
+from rag.errors import NamespaceTooLargeError
 from rag.filters import matches_metadata_filter
 from rag.stores.base import StoreCapabilities, VectorRecord, VectorStore
 

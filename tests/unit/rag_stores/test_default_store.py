@@ -6,7 +6,7 @@ from pathlib import Path
 
 from store_contract import vec
 
-from lunora_jobs.config import Settings
+from rag.settings import RagSettings as Settings
 from rag.stores import default_store
 from rag.stores.base import VectorRecord
 from rag.stores.qdrant import QdrantStore

@@ -112,7 +112,7 @@ def test_second_process_gets_a_named_error(tmp_path: Path) -> None:
     store.upsert(_records(), namespace="docs")
     code = (
         "import sys; from rag.stores.qdrant_edge import EdgeStore\n"
-        "from lunora_jobs.errors import VectorStoreLockedError\n"
+        "from rag.errors import VectorStoreLockedError\n"
         f"try:\n    EdgeStore({str(tmp_path / 'e')!r})\nexcept VectorStoreLockedError as e:\n"
         "    print('locked:', e); sys.exit(3)\n"
     )
