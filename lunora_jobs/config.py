@@ -12,16 +12,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
-# One URL normalizer for both packages: rag cannot import lunora_jobs, so it lives in rag's settings.
-from rag.settings import normalize_database_url
+# rag cannot import lunora_jobs, so the settings both read (LUNORA_QDRANT_URL, OPENAI_API_KEY,
+# OPENAI_BASE_URL, LUNORA_DATA_DIR) and the URL normalizer live in rag's settings, extended here.
+from rag.settings import RagSettings, normalize_database_url
 
 __all__ = ["Settings", "normalize_database_url"]
 
 
-class Settings(BaseSettings):
-    """Process configuration. Every field has an embedded default so a fresh machine runs offline."""
+class Settings(RagSettings):
+    """Process configuration. Every field has an embedded default so a fresh machine runs offline.
+
+    ``qdrant_url``, ``openai_api_key``, ``openai_base_url`` and ``data_dir`` come from ``RagSettings``.
+    """
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", populate_by_name=True)
 
@@ -35,19 +39,6 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_REDIS_URL", "redis_url")
     )
-    qdrant_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("LUNORA_QDRANT_URL", "qdrant_url")
-    )
-    openai_api_key: str | None = Field(
-        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "openai_api_key")
-    )
-    openai_base_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "openai_base_url")
-    )
-    data_dir: Path = Field(
-        default=Path(".lunora"), validation_alias=AliasChoices("LUNORA_DATA_DIR", "data_dir")
-    )
-
     def resolved_database_url(self) -> str:
         """The database URL, or the embedded SQLite file under ``data_dir``."""
         if self.database_url:
