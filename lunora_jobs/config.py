@@ -9,6 +9,7 @@ Example::
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
@@ -45,6 +46,15 @@ class Settings(RagSettings):
             return normalize_database_url(self.database_url)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{(self.data_dir / 'lunora.db').as_posix()}"
+
+    def secret(self, env_name: str) -> str | None:
+        """The value of the environment variable ``env_name`` (None when unset or empty).
+
+        For secrets an agent names by variable (``on_inbound={"secret_env": "SLACK_SIGNING_SECRET"}``):
+        read here, at use, so no other module reads the environment and nothing stores the value.
+        """
+        value = os.environ.get(env_name)
+        return value or None
 
     def qdrant_path(self) -> Path:
         """Where Qdrant's local mode keeps its files when no server URL is set."""
