@@ -57,6 +57,8 @@ class InboundEmail:
     raw: bytes = field(repr=False)
     envelope_from: str | None = None
     envelope_to: tuple[str, ...] = ()
+    auto_submitted: bool = False
+    """``Auto-Submitted`` other than ``no`` (RFC 3834): an auto-reply, never answered."""
 
     @property
     def dedupe_id(self) -> str:
@@ -101,6 +103,7 @@ def parse_email(
             authentication=verdicts,
             verified_sender=from_address if aligned(domain, verdicts) else None,
             raw=raw, envelope_from=envelope_from, envelope_to=envelope_to,
+            auto_submitted=str(message.get("Auto-Submitted") or "no").strip().lower() != "no",
         )
     except EmailRejected:
         raise

@@ -67,6 +67,8 @@ class EmailRouter:
             raw, authserv_id=self.config.authserv_id, limits=self.config.limits, dkim=self.config.dkim,
             dns_txt=self.config.dns_txt, envelope_from=envelope_from, envelope_to=tuple(envelope_to),
         )
+        if message.auto_submitted:  # an auto-reply (maybe to our own reply): answering it could loop
+            return EmailOutcome("dropped")
         for agent, mapper in self.mappers:
             try:
                 request = run_request(mapper(message), owner_allowed=True)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import smtplib
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from channels_mail import TRUSTED, dkim_sign, dns_txt, message, passing
+from channels_smtp import serving
 from test_channels_endpoint import RecordingStarter
 
 from channels.email import (
@@ -144,6 +143,13 @@ def test_router_first_claim_wins_and_unclaimed_is_dropped() -> None:
     assert forged.status == "dropped" and len(starter.runs) == 1
 
 
+def test_auto_replies_are_dropped() -> None:
+    starter = RecordingStarter()
+    router = EmailRouter([("support", _support_mapper([]))], starter, EmailConfig(TRUSTED))
+    raw = message(auth=[passing()]).replace(b"Subject:", b"Auto-Submitted: auto-replied\r\nSubject:", 1)
+    assert router.receive(raw).status == "dropped" and starter.calls == 0
+
+
 def test_unverified_message_without_owner_is_dropped() -> None:
     starter = RecordingStarter()
     router = EmailRouter([("open", lambda e: "hi")], starter, EmailConfig(TRUSTED))
@@ -170,31 +176,10 @@ def smtp_server() -> Iterator[tuple[int, RecordingStarter, list[InboundEmail]]]:
     """The aiosmtpd listener on a free loopback port, in a loop of its own thread."""
     starter = RecordingStarter()
     claimed: list[InboundEmail] = []
-    router = EmailRouter(
-        [("support", _support_mapper(claimed))],
-        starter,
-        EmailConfig(TRUSTED, EmailLimits(max_message_bytes=200_000)),
-    )
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    holder: dict[str, Any] = {}
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        holder["server"] = loop.run_until_complete(start_smtp_server(router, "127.0.0.1", 0))
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    port = holder["server"].sockets[0].getsockname()[1]
-    try:
+    config = EmailConfig(TRUSTED, EmailLimits(max_message_bytes=200_000))
+    router = EmailRouter([("support", _support_mapper(claimed))], starter, config)
+    with serving(lambda: start_smtp_server(router, "127.0.0.1", 0)) as port:
         yield port, starter, claimed
-    finally:
-        loop.call_soon_threadsafe(holder["server"].close)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 def test_smtp_session_claims_authenticated_and_drops_forged(
