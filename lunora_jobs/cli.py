@@ -79,6 +79,26 @@ def flower(ctx: typer.Context) -> None:
     _call("workers.celery_app:main", ["flower", *ctx.args])
 
 
+@app.command("api")
+def api(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind.")] = 8000,
+    workers: Annotated[int, typer.Option(help="API processes (streams meet through Redis).")] = 1,
+    log_level: Annotated[str, typer.Option(help="uvicorn's log level (warning: no access log).")] = "info",
+    debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of a startup error.")] = False,
+) -> None:
+    """The HTTP API, live thread streams and the console (/console) for the app named by LUNORA_APP."""
+    from lunora_jobs.errors import LunoraError
+
+    try:
+        _call("lunora_jobs.api.serve:serve", host=host, port=port, workers=workers, log_level=log_level)
+    except LunoraError as exc:
+        if debug:
+            raise
+        typer.echo(f"lunora api: {exc} (--debug shows the traceback)", err=True)
+        raise typer.Exit(2) from None
+
+
 @app.command("doctor")
 def doctor() -> None:
     """Say which settings are set, which services answer, and how to fix what does not."""

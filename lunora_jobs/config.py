@@ -40,6 +40,39 @@ class Settings(RagSettings):
     redis_url: str | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_REDIS_URL", "redis_url")
     )
+    # -- the HTTP API (``lunora api``) -----------------------------------------------------------
+    api_tokens_file: Path | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_API_TOKENS_FILE", "api_tokens_file")
+    )
+    """JSON bearer-token table: ``[{"subject": "u7", "token_sha256": "<hex>", "admin": false}, ...]``."""
+    api_jwt_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_API_JWT_KEY", "api_jwt_key")
+    )
+    """JWT verification key: a PEM public key (RS*/ES*/EdDSA) or a shared secret (HS*)."""
+    api_jwt_jwks_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_API_JWT_JWKS_URL", "api_jwt_jwks_url")
+    )
+    api_jwt_algorithms: str = Field(
+        default="RS256", validation_alias=AliasChoices("LUNORA_API_JWT_ALGORITHMS", "api_jwt_algorithms")
+    )
+    api_jwt_issuer: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_API_JWT_ISSUER", "api_jwt_issuer")
+    )
+    api_jwt_audience: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_API_JWT_AUDIENCE", "api_jwt_audience")
+    )
+    api_jwt_admin_scope: str = Field(
+        default="lunora:admin",
+        validation_alias=AliasChoices("LUNORA_API_JWT_ADMIN_SCOPE", "api_jwt_admin_scope"),
+    )
+    api_cors_origins: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_API_CORS_ORIGINS", "api_cors_origins")
+    )
+    """Comma-separated origins allowed to call the API from a browser; unset = CORS closed."""
+    api_heartbeat_s: float = Field(
+        default=15.0, gt=0, validation_alias=AliasChoices("LUNORA_API_HEARTBEAT_S", "api_heartbeat_s")
+    )
+
     def resolved_database_url(self) -> str:
         """The database URL, or the embedded SQLite file under ``data_dir``."""
         if self.database_url:

@@ -1,0 +1,135 @@
+"""One client's live view of a thread — the contract shared by the SSE and WebSocket endpoints.
+
+The transcript comes from the database, never from the notices: on connect the feed sends every
+stored message with ``seq > last_event_id`` (the client's ``Last-Event-ID``), and on each notice (or
+every ``poll_s`` of quiet, in case a notice was lost) it sends the messages after the last one sent.
+The subscription is confirmed BEFORE the first read, so a message committed after that read is
+announced by a notice the feed is sure to get: a reconnect misses nothing and repeats nothing.
+
+Events (``FeedEvent.event``):
+
+- ``message`` (``id`` = the message ``seq``): a persisted message;
+- ``snapshot``: on connect — thread status, active run, synced state, pending approvals;
+- ``status``: a run's status changed (``run_id``, ``status``), followed by ``approvals``;
+- ``approvals``: the calls now waiting for a decision;
+- ``state``: the synced state changed;
+- ``delta``: transient model text while a turn runs (``run_id``, ``turn``, ``attempt``, ``text``);
+  never sent for a turn whose message this feed already sent;
+- ``ping``: a heartbeat after ``heartbeat_s`` of silence.
+
+Only ``message`` events carry an id, so ``Last-Event-ID`` is always the last message seq received.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from anyio import to_thread
+
+from lunora_jobs.api.live.hub import LiveHub
+from lunora_jobs.api.reads import messages_after
+from lunora_jobs.api.views import approval_view, message_view
+from lunora_jobs.runtime import Lunora
+from lunora_jobs.store.records import MessageRecord, ThreadRecord
+
+PAGE = 500
+CATCH_UP = frozenset({"status", "step", "messages", "resync"})
+
+
+@dataclass(frozen=True, slots=True)
+class FeedEvent:
+    """One event of the feed."""
+
+    event: str
+    data: Any
+    id: int | None = None
+
+
+class ThreadFeed:
+    """Yields ``FeedEvent`` for one thread from ``after_seq`` on, until the client goes away."""
+
+    def __init__(self, lunora: Lunora, hub: LiveHub, thread: ThreadRecord, *, after_seq: int,
+                 viewer: str, trusted: bool, heartbeat_s: float, poll_s: float) -> None:
+        self._lunora = lunora
+        self._hub = hub
+        self._thread = thread
+        self._cursor = after_seq
+        self._viewer = viewer
+        self._trusted = trusted
+        self._heartbeat_s = heartbeat_s
+        self._poll_s = poll_s
+        self._answered: set[tuple[str, int]] = set()  # (run_id, turn) whose assistant message was sent
+
+    async def events(self) -> AsyncIterator[FeedEvent]:
+        """The feed."""
+        async with self._hub.subscribe(self._thread.key) as sub:
+            yield await self._snapshot()
+            for event in await self._catch_up():
+                yield event
+            last_read = last_sent = time.monotonic()
+            while True:
+                wait = max(0.05, min(self._heartbeat_s - (time.monotonic() - last_sent),
+                                     self._poll_s - (time.monotonic() - last_read)))
+                notice = await sub.get(wait)
+                out: list[FeedEvent] = []
+                now = time.monotonic()
+                kind = None if notice is None else notice.get("type")
+                if kind in CATCH_UP or now - last_read >= self._poll_s:
+                    out += await self._catch_up()
+                    last_read = now
+                if notice is not None:
+                    out += await self._relay(notice)
+                if not out and time.monotonic() - last_sent >= self._heartbeat_s:
+                    out.append(FeedEvent("ping", {"t": int(time.time() * 1000)}))
+                for event in out:
+                    yield event
+                if out:
+                    last_sent = time.monotonic()
+
+    async def _relay(self, notice: dict[str, Any]) -> list[FeedEvent]:
+        kind = notice.get("type")
+        if kind == "status":
+            return [FeedEvent("status", {"run_id": notice.get("run_id"), "status": notice.get("status")}),
+                    FeedEvent("approvals", {"pending": await self._run(self._approvals)})]
+        if kind == "state":
+            return [FeedEvent("state", {"state": notice.get("state")})]
+        if kind == "delta":
+            run_id, turn = str(notice.get("run_id")), notice.get("turn")
+            if isinstance(turn, int) and (run_id, turn) not in self._answered:
+                return [FeedEvent("delta", {k: notice.get(k) for k in ("run_id", "turn", "attempt", "text")})]
+        return []
+
+    async def _snapshot(self) -> FeedEvent:
+        def read() -> dict[str, Any]:
+            thread = self._lunora.store.get_thread_by_id(self._thread.id) or self._thread
+            return {"status": thread.status, "active_run_id": thread.active_run_id, "state": thread.state,
+                    "pending": self._approvals()}
+
+        return FeedEvent("snapshot", await self._run(read))
+
+    async def _catch_up(self) -> list[FeedEvent]:
+        out: list[FeedEvent] = []
+        while True:
+            page: list[MessageRecord] = await self._run(
+                lambda: messages_after(self._lunora.store, self._thread.id, self._cursor, PAGE)
+            )
+            for message in page:
+                self._cursor = message.seq
+                turn = (message.metadata or {}).get("turn")
+                if message.role == "assistant" and message.run_id and isinstance(turn, int):
+                    self._answered.add((message.run_id, turn))
+                body = message_view(message).model_dump(mode="json")
+                out.append(FeedEvent("message", body, id=message.seq))
+            if len(page) < PAGE:
+                return out
+
+    def _approvals(self) -> list[dict[str, Any]]:
+        pending = self._lunora.approvals.pending(self._thread.key, viewer=self._viewer, trusted=self._trusted)
+        return [approval_view(p).model_dump(mode="json") for p in pending]
+
+    @staticmethod
+    async def _run(fn: Callable[[], Any]) -> Any:
+        return await to_thread.run_sync(fn)

@@ -1,0 +1,125 @@
+"""The user app the API tests serve and run: ``LUNORA_APP=api_app:app`` (this folder on PYTHONPATH).
+
+``ApiInputModel`` is deterministic and stateless — it answers from the prompt alone, the way a replayed
+turn must — so the workers and the API process agree on every turn:
+
+- ``count <n>``: calls ``tick`` once per turn, n times (each tick sleeps ``API_TICK_S``), then answers;
+- ``charge <amount>``: calls ``charge_card`` (approval needed above 5000), then reports the result;
+- ``block <v>``: calls ``block``, which waits until the test sets ``<prefix>:release`` in Redis;
+- ``remember <v>``: writes the synced state;
+- anything else is answered directly.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+import redis
+
+from lunora_jobs.agent import define_agent
+from lunora_jobs.models.base import ModelTurn, ToolCall, ToolSpec
+from lunora_jobs.tools import ToolContext, define_tool
+
+
+@cache
+def _redis() -> redis.Redis:
+    return redis.Redis.from_url(os.environ["LUNORA_REDIS_URL"], decode_responses=True)
+
+
+def _key(name: str) -> str:
+    return f"{os.environ['API_TEST_PREFIX']}:{name}"
+
+
+def _tick(args: dict[str, Any], ctx: ToolContext) -> str:
+    time.sleep(float(os.environ.get("API_TICK_S", "0.2")))
+    return f"tick {args['i']}"
+
+
+def _charge(args: dict[str, Any], ctx: ToolContext) -> str:
+    _redis().rpush(_key("charges"), ctx.idempotency_key)
+    return f"charged {args['amount']:g}"
+
+
+def _block(args: dict[str, Any], ctx: ToolContext) -> str:
+    deadline = time.monotonic() + 60
+    while not _redis().exists(_key("release")):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the test never released the blocking tool")
+        time.sleep(0.05)
+    return f"released {args['value']}"
+
+
+def _remember(args: dict[str, Any], ctx: ToolContext) -> str:
+    ctx.set_state({"note": args["value"]})
+    return "remembered"
+
+
+_I = {"type": "object", "properties": {"i": {"type": "integer"}}, "required": ["i"]}
+_AMOUNT = {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]}
+_VALUE = {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
+tick = define_tool(name="tick", description="Wait a moment.", input_schema=_I, execute=_tick)
+charge_card = define_tool(name="charge_card", description="Charge the saved card.", input_schema=_AMOUNT,
+                          execute=_charge, needs_approval=lambda i: i["amount"] > 5000)
+block = define_tool(name="block", description="Wait for the test.", input_schema=_VALUE, execute=_block)
+remember = define_tool(name="remember", description="Remember a note.", input_schema=_VALUE,
+                       execute=_remember)
+
+
+class ApiInputModel:
+    """See the module docstring."""
+
+    name = "api-input-model"
+
+    def generate(
+        self, messages: Sequence[dict[str, Any]], *, tools: Sequence[ToolSpec] = (),
+        tool_choice: Any = "auto", output_schema: dict[str, Any] | None = None,
+    ) -> ModelTurn:
+        """One deterministic turn."""
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        last_user = users[-1] if users else -1
+        text = str(messages[last_user].get("content") if users else "")
+        results = [m for m in messages[last_user + 1 :] if m.get("role") == "tool"]
+        verb, _, arg = text.partition(" ")
+        if verb == "count":
+            done = len(results)
+            if done < int(arg):
+                return ModelTurn(tool_calls=[ToolCall(f"tick-{done + 1}", "tick", {"i": done + 1})])
+            return ModelTurn(text=f"counted {arg}")
+        if results:
+            return ModelTurn(text=f"saw: {results[-1].get('content')}")
+        if verb == "charge":
+            return ModelTurn(tool_calls=[ToolCall(f"charge-{arg}", "charge_card", {"amount": float(arg)})])
+        if verb == "block":
+            return ModelTurn(tool_calls=[ToolCall(f"block-{arg}", "block", {"value": arg})])
+        if verb == "remember":
+            return ModelTurn(tool_calls=[ToolCall(f"remember-{arg}", "remember", {"value": arg})])
+        return ModelTurn(text=f"answer to {text}")
+
+
+support = define_agent(name="support", instructions="Test agent.", model=ApiInputModel(),
+                       tools=[tick, charge_card, block, remember], step_timeout_s=20,
+                       initial_state={"note": None}, max_turns=40)
+AGENTS = [support]
+
+
+def build_app() -> Any:
+    """A fresh ``Lunora`` app on the current environment."""
+    from lunora_jobs.runtime import Lunora
+
+    return Lunora.from_env(agents=AGENTS, redis_prefix=os.environ["API_TEST_PREFIX"])
+
+
+@cache
+def _app() -> Any:
+    return build_app()
+
+
+def __getattr__(name: str) -> Any:
+    # ``app`` is built on first access (PEP 562), in each process, after any fork.
+    if name == "app":
+        return _app()
+    raise AttributeError(name)

@@ -1,0 +1,84 @@
+"""The embedded mode (SQLite, in-process dispatch, no Redis): the API and its stream still work, with
+live updates from the app's in-process event bus."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from lunora_jobs import Lunora, define_agent
+from lunora_jobs.api import BearerTokenAuthenticator, create_app
+from lunora_jobs.api.testing import free_port
+from lunora_jobs.client import AsyncClient, Client
+from lunora_jobs.models import ScriptedModel
+from lunora_jobs.testing import final_turn
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Lunora]]:
+    agent = define_agent(name="echo", instructions="Echo.", model="offline")
+    app = Lunora(agents=[agent], database_url=f"sqlite:///{tmp_path}/api.db",
+                 model=ScriptedModel([final_turn("first"), final_turn("second")]))
+    app.store.ensure_tables()
+    api = create_app(app, BearerTokenAuthenticator({"tok": "alice"}), heartbeat_s=0.5)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(api, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}", app
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        app.close()
+
+
+def test_embedded_api_streams_from_the_in_process_bus(served: tuple[str, Lunora]) -> None:
+    url, _ = served
+    client = Client(url, token="tok")
+    first = client.run("echo", "hi", thread_key="t-e")  # in-process dispatch: done when this returns
+    assert client.wait(first.id).text == "first"
+    seen: list[Any] = []
+    for event in client.subscribe("t-e"):
+        seen.append(event)
+        if event.type == "message" and event.id == 2:
+            # Continue the thread from another thread while we are subscribed: the new messages and
+            # the status arrive live from the in-process bus.
+            threading.Thread(target=client.run, args=("echo", "again"), kwargs={"thread_key": "t-e"}).start()
+        if event.type == "status" and event.data["status"] == "completed":
+            break
+    messages = [e.data["content"] for e in seen if e.type == "message"]
+    assert messages == ["hi", "first", "again", "second"]
+    assert [e.id for e in seen if e.type == "message"] == [1, 2, 3, 4]
+    assert seen[0].type == "snapshot"
+
+
+def test_async_client(served: tuple[str, Lunora]) -> None:
+    url, _ = served
+    asyncio.run(_async_client(url))
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{url}/threads/t-a", timeout=5).raise_for_status()
+
+
+async def _async_client(url: str) -> None:
+    async with AsyncClient(url, token="tok") as client:
+        run = await client.run("echo", "hi", thread_key="t-a")
+        assert (await client.wait(run.id)).text == "first"
+        assert [m.role for m in await client.messages("t-a")] == ["user", "assistant"]
+        assert await client.state("t-a") is None
+        async for event in client.subscribe("t-a", last_event_id=1):
+            assert event.type == "snapshot" or (event.type == "message" and event.id == 2)
+            if event.type == "message":
+                break
