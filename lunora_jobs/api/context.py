@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lunora_jobs.api.costs import Estimator, reported_only
 from lunora_jobs.api.live.hub import LiveHub
 from lunora_jobs.api.security import Gatekeeper
 from lunora_jobs.runtime import Lunora
@@ -20,6 +21,8 @@ class ApiContext:
     heartbeat_s: float = 15.0
     poll_s: float = 15.0
     """How often an idle stream re-reads the database, in case a pub/sub notice was lost."""
+    estimate_cost: Estimator = reported_only
+    """Prices usage the provider did not: the runs list's cost column."""
 
     @property
     def store(self) -> AgentStore:

@@ -106,6 +106,51 @@ class RunOut(_Out):
     updated_at: int
 
 
+class RunSummary(_Out):
+    """A row of the runs list."""
+
+    id: str
+    thread_key: str
+    agent: str
+    owner: str | None
+    status: str
+    stopped: str | None
+    turns: int
+    usage: UsageOut
+    cost_usd: float | None = Field(description="Provider-reported cost where known, else an estimate "
+                                               "from the pricing table; None without either.")
+    created_at: int
+    updated_at: int
+
+
+class RunPage(_Out):
+    """Runs newest first; pass ``next_cursor`` as ``cursor`` for the next page (None: last page)."""
+
+    runs: list[RunSummary]
+    next_cursor: str | None
+
+
+class StepOut(_Out):
+    """A row of the step ledger, for the timeline."""
+
+    name: str
+    kind: str = Field(description="turn | tool | approval | memory")
+    status: str
+    attempt: int
+    started_at: int = Field(description="When the step was first claimed (epoch ms).")
+    finished_at: int | None = Field(description="When it completed or failed; None while running.")
+    duration_ms: int | None
+    summary: str | None = Field(description="The result, shortened: a turn's text or calls, a tool's output.")
+    error: str | None
+
+
+class TimelineOut(_Out):
+    """A run and its steps in ledger order."""
+
+    run: RunOut
+    steps: list[StepOut]
+
+
 class CancelOut(_Out):
     """What a cancel did."""
 

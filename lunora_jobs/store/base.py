@@ -12,8 +12,10 @@ from typing import Any, Protocol, runtime_checkable
 from lunora_jobs.store.records import (
     JSON,
     MessageRecord,
+    ModelUsage,
     NewMessage,
     NewRun,
+    RunListing,
     RunRecord,
     ScheduleRecord,
     StepClaim,
@@ -193,3 +195,18 @@ class AgentStore(Protocol):
 
     def queued_threads(self, limit: int = 100) -> list[str]:
         """Ids of threads with at least one queued run."""
+
+    # -- console reads (sql/_console.py / memory/_console.py) ---------------------------------
+    def list_messages_after(self, thread_id: str, after_seq: int, limit: int) -> list[MessageRecord]:
+        """Up to ``limit`` messages with ``seq > after_seq``, by seq (one index range read)."""
+
+    def page_runs(
+        self, *, owner: str | None = None, status: str | None = None, agent: str | None = None,
+        thread_id: str | None = None, before: tuple[int, str] | None = None, limit: int = 50,
+    ) -> list[RunListing]:
+        """Runs newest first (``created_at``, then ``id``, descending), filtered by any of owner (None:
+        every owner's), status, agent and thread; ``before`` is the ``(created_at, id)`` of the last
+        row of the previous page (keyset pagination: each page is one index range read)."""
+
+    def usage_by_model(self, run_ids: Sequence[str]) -> list[ModelUsage]:
+        """Token usage of each of ``run_ids`` per model, from the usage ledger (one grouped read)."""

@@ -211,3 +211,34 @@ class ScheduleRecord:
     claimed_by: str | None
     claimed_at: int | None
     created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunListing:
+    """A row of a runs list: the run without its payloads, with its thread's key (the console's runs page)."""
+
+    id: str
+    thread_key: str
+    agent: str
+    owner: str | None
+    status: str
+    stopped: str | None
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    """A run's token usage on one model, summed over its steps; ``cost_usd`` sums provider-reported
+    costs (None when no step reported one)."""
+
+    run_id: str
+    model: str | None
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float | None

@@ -125,6 +125,11 @@ runs = sa.Table(
     cascade_to("thread_id", "agent_threads.id"),
     index("agent_runs", "thread_id", "created_at"),
     index("agent_runs", "status", "updated_at"),
+    # The console's runs list: newest first, keyset-paged, optionally by owner / status / agent.
+    index("agent_runs", "created_at", "id"),
+    index("agent_runs", "owner", "created_at", "id"),
+    index("agent_runs", "status", "created_at", "id"),
+    index("agent_runs", "agent", "created_at", "id"),
     **MYSQL_OPTIONS,
 )
 
@@ -186,6 +191,7 @@ token_usage = sa.Table(
     index("agent_token_usage", "actor", "created_at"),
     index("agent_token_usage", "thread_id"),
     index("agent_token_usage", "created_at"),
+    index("agent_token_usage", "run_id"),
     **MYSQL_OPTIONS,
 )
 

@@ -30,7 +30,6 @@ from typing import Any
 from anyio import to_thread
 
 from lunora_jobs.api.live.hub import LiveHub
-from lunora_jobs.api.reads import messages_after
 from lunora_jobs.api.views import approval_view, message_view
 from lunora_jobs.runtime import Lunora
 from lunora_jobs.store.records import MessageRecord, ThreadRecord
@@ -114,7 +113,7 @@ class ThreadFeed:
         out: list[FeedEvent] = []
         while True:
             page: list[MessageRecord] = await self._run(
-                lambda: messages_after(self._lunora.store, self._thread.id, self._cursor, PAGE)
+                lambda: self._lunora.store.list_messages_after(self._thread.id, self._cursor, PAGE)
             )
             for message in page:
                 self._cursor = message.seq

@@ -5,13 +5,24 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Path, status
+from fastapi import APIRouter, Depends, Header, Path, Query, status
 
 from lunora_jobs.api.access import can_see, visible_run, visible_thread
 from lunora_jobs.api.auth.base import Identity
 from lunora_jobs.api.context import ApiContext
 from lunora_jobs.api.problems import ProblemError, problem_responses
-from lunora_jobs.api.schemas import CancelOut, Key, RunAccepted, RunOut, RunStart, ThreadRunStart
+from lunora_jobs.api.runs_page import Filter, RunStatus, list_runs
+from lunora_jobs.api.schemas import (
+    CancelOut,
+    Key,
+    RunAccepted,
+    RunOut,
+    RunPage,
+    RunStart,
+    ThreadRunStart,
+    TimelineOut,
+)
+from lunora_jobs.api.timeline import step_view
 from lunora_jobs.api.views import run_view
 from lunora_jobs.errors import ConflictError, NotFoundError
 
@@ -80,6 +91,26 @@ def router(ctx: ApiContext) -> APIRouter:
         """Start (or continue) the conversation on thread ``key``."""
         return start_run(ctx, who, agent=body.agent, input=body.input, thread_key=key, title=body.title,
                          idempotency_key=idempotency_key)
+
+    @api.get("/runs", response_model=RunPage)
+    def get_runs(
+        status: RunStatus = None, agent: Filter = None, thread_key: Filter = None,
+        owner: Annotated[Filter, Query(description="Admins only: one owner's runs.")] = None,
+        cursor: Annotated[str | None, Query(max_length=600)] = None,
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+        who: Identity = identity,
+    ) -> RunPage:
+        """Runs newest first (yours; an admin's view holds everyone's), filtered, keyset-paged."""
+        return list_runs(ctx, who, status=status, agent=agent, thread_key=thread_key, owner=owner,
+                         cursor=cursor, limit=limit)
+
+    @api.get("/runs/{run_id}/steps", response_model=TimelineOut, responses=problem_responses(404))
+    def get_timeline(run_id: RunId, who: Identity = identity) -> TimelineOut:
+        """The run's step ledger in order: each step's kind, attempt, timing and result or error."""
+        run = visible_run(ctx.store, run_id, who)
+        thread = ctx.store.get_thread_by_id(run.thread_id)
+        return TimelineOut(run=run_view(run, thread.key if thread else ""),
+                           steps=[step_view(s) for s in ctx.store.list_steps(run.id)])
 
     @api.get("/runs/{run_id}", response_model=RunOut, responses=problem_responses(404))
     def get_run(run_id: RunId, who: Identity = identity) -> RunOut:

@@ -10,7 +10,6 @@ from lunora_jobs.api.access import visible_thread
 from lunora_jobs.api.auth.base import Identity
 from lunora_jobs.api.context import ApiContext
 from lunora_jobs.api.problems import problem_responses
-from lunora_jobs.api.reads import messages_after
 from lunora_jobs.api.schemas import (
     MAX_SEQ,
     ApprovalsOut,
@@ -46,7 +45,7 @@ def router(ctx: ApiContext) -> APIRouter:
     ) -> MessagePage:
         """The transcript, oldest first, paged by ``seq``."""
         thread = visible_thread(ctx.store, key, who)
-        page = messages_after(ctx.store, thread.id, after, limit + 1)
+        page = ctx.store.list_messages_after(thread.id, after, limit + 1)
         more = len(page) > limit
         page = page[:limit]
         return MessagePage(messages=[message_view(m) for m in page],

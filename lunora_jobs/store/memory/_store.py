@@ -30,6 +30,7 @@ from lunora_jobs.store._codec import (
     wall_clock,
 )
 from lunora_jobs.store._rules import owner_conflict, unique_by_key
+from lunora_jobs.store.memory._console import MemoryConsoleMixin
 from lunora_jobs.store.memory._ledger import MemoryLedgerMixin
 from lunora_jobs.store.memory._proposals import InMemoryProposalStore
 from lunora_jobs.store.memory._run_queue import MemoryRunQueueMixin
@@ -52,7 +53,8 @@ def copy(value: Any) -> Any:
 
 
 class InMemoryStore(
-    MemoryLedgerMixin, MemoryToolCallsMixin, MemorySchedulesMixin, MemoryRunQueueMixin, InMemoryProposalStore
+    MemoryLedgerMixin, MemoryToolCallsMixin, MemorySchedulesMixin, MemoryRunQueueMixin, InMemoryProposalStore,
+    MemoryConsoleMixin,
 ):
     """The ``AgentStore`` in process memory. ``clock`` returns epoch-ms (defaults to the wall clock)."""
 

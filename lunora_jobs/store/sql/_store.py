@@ -9,7 +9,7 @@ Example::
 Tables are created on first use (``auto_create_tables=True``, the default); pass ``False`` when only
 migrations (``lunora db upgrade``) may touch the schema. Each concern is a mixin in its own module
 (threads, messages, runs, steps, usage, tool calls, schedules, the run queue, fused hot-path calls,
-action proposals) over ``SqlBase``'s transactions.
+action proposals, the console's reads) over ``SqlBase``'s transactions.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from lunora_jobs.store._codec import Clock
+from lunora_jobs.store.sql._console import SqlConsoleMixin
 from lunora_jobs.store.sql._engine import create_engine
 from lunora_jobs.store.sql._fused_calls import SqlFusedCallsMixin
 from lunora_jobs.store.sql._proposals.store import SqlProposalStore
@@ -31,7 +32,7 @@ from lunora_jobs.store.sql._usage import SqlUsageMixin
 
 class SqlStore(
     SqlThreadsMixin, SqlFusedCallsMixin, SqlStepsMixin, SqlRunsMixin, SqlUsageMixin, SqlToolCallsMixin,
-    SqlSchedulesMixin, SqlProposalStore, SqlRunQueueMixin,
+    SqlSchedulesMixin, SqlProposalStore, SqlRunQueueMixin, SqlConsoleMixin,
 ):
     """The ``AgentStore`` over SQL. Thread-safe; share one per process.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from api_stack import ApiStack
 
@@ -169,3 +170,50 @@ def test_cors_closed_unless_configured(stack: ApiStack) -> None:
         assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == "https://app.example"
         other = c.options("/runs", headers={**preflight, "Origin": "https://evil.example"})
         assert "access-control-allow-origin" not in other.headers
+
+
+def test_runs_list_keyset_pages_filters_and_the_step_timeline(stack: ApiStack) -> None:
+    stack.start_worker()
+    api = stack.start_api()
+    alice, bob, ops = stack.client(api, "alice"), stack.client(api, "bob"), stack.client(api, "ops")
+    def start(client: httpx.Client, text: str, key: str) -> str:
+        body = {"agent": "support", "input": text, "thread_key": key}
+        return str(client.post("/runs", json=body).json()["id"])
+
+    mine = [start(alice, "hello", f"t-l{i}") for i in range(5)]
+    theirs = start(bob, "count 1", "t-b")
+    for run_id in [*mine, theirs]:
+        stack.wait_status(run_id, "completed")
+    first = alice.get("/runs", params={"limit": 2}).json()
+    assert [r["id"] for r in first["runs"]] == mine[::-1][:2] and first["next_cursor"]
+    seen = [r["id"] for r in first["runs"]]
+    cursor = first["next_cursor"]
+    while cursor:
+        page = alice.get("/runs", params={"limit": 2, "cursor": cursor}).json()
+        seen += [r["id"] for r in page["runs"]]
+        cursor = page["next_cursor"]
+    assert seen == mine[::-1]  # alice never sees bob's run
+    row = first["runs"][0]
+    assert (row["agent"], row["status"], row["thread_key"]) == ("support", "completed", "t-l4")
+    assert row["turns"] == 1
+    assert row["usage"]["input_tokens"] == 0 and row["cost_usd"] is None
+    assert [r["id"] for r in alice.get("/runs", params={"thread_key": "t-b"}).json()["runs"]] == []
+    assert alice.get("/runs", params={"owner": "bob"}).status_code == 403
+    forged = alice.get("/runs", params={"cursor": "not-a-cursor"}).json()
+    assert forged["type"] == "urn:lunora:problem:invalid-cursor"
+    # The admin (on-call) view holds everyone's runs and can filter by owner.
+    assert [r["id"] for r in ops.get("/runs", params={"owner": "bob"}).json()["runs"]] == [theirs]
+    assert len(ops.get("/runs").json()["runs"]) == 6
+    assert ops.get("/runs", params={"status": "running"}).json()["runs"] == []
+
+    timeline = bob.get(f"/runs/{theirs}/steps").json()
+    assert timeline["run"]["text"] == "counted 1"
+    steps = timeline["steps"]
+    assert [(s["name"], s["kind"], s["status"], s["attempt"]) for s in steps] == [
+        ("llm:turn:0", "turn", "completed", 1), ("tool:tick:tick-1", "tool", "completed", 1),
+        ("llm:turn:1", "turn", "completed", 1),
+    ]
+    assert steps[0]["summary"] == 'calls tick({"i": 1})' and steps[1]["summary"] == "tick 1"
+    assert steps[1]["duration_ms"] >= 150  # the tick tool sleeps 0.2 s
+    assert all(s["started_at"] <= s["finished_at"] for s in steps)
+    assert alice.get(f"/runs/{theirs}/steps").status_code == 404
