@@ -11,7 +11,7 @@ from lunora_jobs.api.access import can_see, visible_run, visible_thread
 from lunora_jobs.api.auth.base import Identity
 from lunora_jobs.api.context import ApiContext
 from lunora_jobs.api.problems import ProblemError, problem_responses
-from lunora_jobs.api.runs_page import Filter, RunStatus, list_runs
+from lunora_jobs.api.runs_page import Cursor, Filter, RunStatus, list_runs
 from lunora_jobs.api.schemas import (
     CancelOut,
     Key,
@@ -96,7 +96,7 @@ def router(ctx: ApiContext) -> APIRouter:
     def get_runs(
         status: RunStatus = None, agent: Filter = None, thread_key: Filter = None,
         owner: Annotated[Filter, Query(description="Admins only: one owner's runs.")] = None,
-        cursor: Annotated[str | None, Query(max_length=600)] = None,
+        cursor: Cursor = None,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
         who: Identity = identity,
     ) -> RunPage:

@@ -1,7 +1,7 @@
 """The API under test for real: ``lunora api`` processes (uvicorn) + a Celery worker + PostgreSQL + Redis.
 
-Everything is namespaced: a fresh PostgreSQL database, a private queue and key prefix on Redis db 8
-(this suite's; never flushed — another session may share it, so ``close`` deletes only our keys).
+Everything is namespaced: a fresh PostgreSQL database, and the session's private Redis (db 3: broker,
+run locks and live-update channels), with a queue and key prefix of the stack's own.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from workers.testing import WorkerProcess
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-REDIS_URL = os.environ.get("LUNORA_TEST_API_REDIS", "redis://127.0.0.1:6379/8")
+REDIS_DB = 3
 TERMINAL = ("completed", "failed", "cancelled")
 TOKENS = {"alice": "tok-alice-0123456789", "bob": "tok-bob-0123456789", "ops": "tok-ops-0123456789"}
 
@@ -30,7 +30,7 @@ TOKENS = {"alice": "tok-alice-0123456789", "bob": "tok-bob-0123456789", "ops": "
 class ApiStack:
     """Workers, API processes and the test process's own app over one database and one Redis prefix."""
 
-    def __init__(self, database_url: str, tmp: Path, monkeypatch: Any, **env: str) -> None:
+    def __init__(self, database_url: str, redis_url: str, tmp: Path, monkeypatch: Any, **env: str) -> None:
         self.prefix = "api-" + uuid.uuid4().hex[:8]
         self.queue = self.prefix + "-q"
         tokens = tmp / "tokens.json"
@@ -40,10 +40,10 @@ class ApiStack:
             {"subject": "ops", "token": TOKENS["ops"], "admin": True},
         ]))
         self.env = {
-            "CELERY_BROKER_URL": REDIS_URL,
+            "CELERY_BROKER_URL": redis_url,
             "LUNORA_QUEUE": self.queue,
             "LUNORA_DATABASE_URL": database_url,
-            "LUNORA_REDIS_URL": REDIS_URL,
+            "LUNORA_REDIS_URL": redis_url,
             "LUNORA_APP": "api_app:app",
             "API_TEST_PREFIX": self.prefix,
             "LUNORA_API_TOKENS_FILE": str(tokens),
@@ -58,7 +58,7 @@ class ApiStack:
 
         self.app = api_app.build_app()
         self.app.store.ensure_tables()
-        self.redis = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+        self.redis = redis.Redis.from_url(redis_url, decode_responses=True)
         self.workers: list[WorkerProcess] = []
         self.apis: list[ApiProcess] = []
 
@@ -83,19 +83,12 @@ class ApiStack:
         return api.start(port=port)
 
     def close(self) -> None:
-        """Stop everything, then delete this stack's Redis keys (never the whole db)."""
+        """Stop everything, then empty the stack's db of the private Redis."""
         for api in self.apis:
             api.stop()
         for worker in self.workers:
             worker.stop(timeout=5)
-        self.redis.delete(self.queue, f"_kombu.binding.{self.queue}")
-        for tag, payload in self.redis.hscan_iter("unacked"):
-            if self.queue in payload:
-                self.redis.hdel("unacked", tag)
-                self.redis.zrem("unacked_index", tag)
-        keys = list(self.redis.scan_iter(f"{self.prefix}:*"))
-        if keys:
-            self.redis.delete(*keys)
+        self.redis.flushdb()
 
     def logs(self) -> str:
         """Every process's output, for assertion messages."""

@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_stack import ApiStack
+from api_stack import REDIS_DB, ApiStack
+from private_redis import PrivateRedis
 
 
 @pytest.fixture
-def stack(pg_url: str, tmp_path: Path, monkeypatch: Any) -> Iterator[ApiStack]:
+def stack(pg_url: str, private_redis: PrivateRedis, tmp_path: Path, monkeypatch: Any) -> Iterator[ApiStack]:
     """An API stack over this test's own database; every process it started is stopped afterwards."""
-    stack = ApiStack(pg_url, tmp_path, monkeypatch)
+    private_redis.client(REDIS_DB).flushdb()
+    stack = ApiStack(pg_url, private_redis.url(REDIS_DB), tmp_path, monkeypatch)
     try:
         yield stack
     finally:

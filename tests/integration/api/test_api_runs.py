@@ -199,8 +199,7 @@ def test_runs_list_keyset_pages_filters_and_the_step_timeline(stack: ApiStack) -
     assert row["usage"]["input_tokens"] == 0 and row["cost_usd"] is None
     assert [r["id"] for r in alice.get("/runs", params={"thread_key": "t-b"}).json()["runs"]] == []
     assert alice.get("/runs", params={"owner": "bob"}).status_code == 403
-    forged = alice.get("/runs", params={"cursor": "not-a-cursor"}).json()
-    assert forged["type"] == "urn:lunora:problem:invalid-cursor"
+    assert alice.get("/runs", params={"cursor": "not a cursor"}).status_code == 422
     # The admin (on-call) view holds everyone's runs and can filter by owner.
     assert [r["id"] for r in ops.get("/runs", params={"owner": "bob"}).json()["runs"]] == [theirs]
     assert len(ops.get("/runs").json()["runs"]) == 6

@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from ports import free_port
 
 from lunora_jobs import Lunora, define_agent
 from lunora_jobs.api import BearerTokenAuthenticator, create_app
-from lunora_jobs.api.testing import free_port
 from lunora_jobs.client import AsyncClient, Client
 from lunora_jobs.models import ScriptedModel
 from lunora_jobs.testing import final_turn
