@@ -1,0 +1,93 @@
+"""The console in headless Chromium (Debian's, driven by Playwright): sign in, start a run and watch it
+stream in, approve the gated tool, see the tool result, the final answer and the step timeline.
+
+Runs on the real stack: ``lunora api`` (uvicorn) + a Celery worker + PostgreSQL + Redis. Assertions are
+on the DOM; a screenshot is saved under the test's tmp dir for a person to look at.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from api_stack import TOKENS, ApiStack
+from suite_settings import service_unavailable
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        service_unavailable("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def test_console_watch_approve_and_timeline(stack: ApiStack, browser: Any, tmp_path: Path) -> None:
+    stack.start_worker()
+    api = stack.start_api()
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    problems: list[str] = []
+    # Script errors and CSP refusals count; the signed-out page's expected 401 from GET /session does not.
+    page.on("console", lambda m: problems.append(m.text)
+            if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("response", lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 500 else None)
+    page.set_default_timeout(60_000)
+
+    page.goto(f"{api.url}/console")
+    page.get_by_test_id("token").fill(TOKENS["alice"])
+    page.get_by_test_id("sign-in-button").click()
+    page.get_by_test_id("who").filter(has_text="signed in as alice").wait_for()
+
+    # Start a run from the console and watch its thread stream in.
+    page.get_by_test_id("start-agent").select_option("support")
+    page.get_by_test_id("start-thread").fill("t-ui")
+    page.get_by_test_id("start-input").fill("charge 9000")
+    page.get_by_test_id("start-button").click()
+    messages = page.get_by_test_id("message")
+    messages.filter(has_text="charge 9000").first.wait_for()
+    messages.filter(has_text="charge_card").first.wait_for()  # the assistant's tool call, streamed in
+    approval = page.get_by_test_id("approval")
+    approval.filter(has_text="charge_card").wait_for()
+    page.get_by_test_id("run-status").filter(has_text="awaiting_input").wait_for()
+    assert stack.redis.llen(f"{stack.prefix}:charges") == 0
+
+    approval.get_by_test_id("approve").click()
+    messages.filter(has_text="charged 9000").first.wait_for()           # the tool result
+    messages.filter(has_text="saw: charged 9000").wait_for()             # the final answer
+    page.get_by_test_id("run-status").filter(has_text="completed").wait_for()
+    page.locator("[data-testid=step][data-step='llm:turn:1'][data-status=completed]").wait_for()
+    assert approval.count() == 0
+
+    roles = [m.get_attribute("data-role") for m in messages.all()]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    steps = page.get_by_test_id("step")
+    names = [s.get_attribute("data-step") for s in steps.all()]
+    assert names[0] == "llm:turn:0" and names[-1] == "llm:turn:1"
+    assert set(names) == {"llm:turn:0", "approval:charge-9000", "tool:charge_card:charge-9000", "llm:turn:1"}
+    assert all(s.get_attribute("data-status") == "completed" for s in steps.all())
+    bars = page.get_by_test_id("step-bar").all()
+    assert len(bars) == 4 and all(b.bounding_box()["width"] > 0 for b in bars)
+    assert "approved by alice" in page.get_by_test_id("timeline").inner_text()
+    row = page.get_by_test_id("run-row").filter(has_text="t-ui")
+    row.get_by_test_id("run-row-status").filter(has_text="completed").wait_for()
+    assert stack.redis.llen(f"{stack.prefix}:charges") == 1
+
+    page.screenshot(path=str(tmp_path / "console.png"), full_page=True)
+    assert (tmp_path / "console.png").stat().st_size > 10_000
+    assert problems == [], problems  # no script error, no CSP violation
