@@ -26,6 +26,9 @@ from lunora_jobs.engine.events import RedisEventBus
 from lunora_jobs.runtime import Lunora
 
 API_TITLE = "Lunora Jobs API"
+POLL_S = 2.0
+"""A quiet stream re-reads its thread this often: messages committed without a live notice (a tool's
+result) and notices lost on the way still arrive within this bound."""
 
 
 def default_hub(lunora: Lunora) -> LiveHub:
@@ -56,7 +59,7 @@ def create_app(
     origins = [o.strip().rstrip("/") for o in cors_origins if o.strip()]
     live = hub or default_hub(lunora)
     ctx = ApiContext(lunora=lunora, gate=Gatekeeper(authenticator, origins), hub=live,
-                     heartbeat_s=heartbeat_s, poll_s=poll_s or max(heartbeat_s, 1.0))
+                     heartbeat_s=heartbeat_s, poll_s=poll_s or min(heartbeat_s, POLL_S))
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
