@@ -128,16 +128,27 @@ def load(url: str, runs: int, steps: int) -> dict[str, float]:
     return took
 
 
+APP_MODULE = """
+from lunora_jobs import Lunora, define_agent
+
+app = Lunora.from_env(agents=[define_agent(name=f"agent-{i}", instructions="Bench.", model="offline")
+                              for i in range(5)])
+"""
+
+
 def start_api(url: str, workdir: Path) -> Any:
-    """``lunora api`` on the benchmark database (the runtime's example app; no run is started)."""
+    """``lunora api`` on the benchmark database, serving an app with the five agents the rows name (no
+    run is started). The app module is written to ``workdir``: ``bench/`` itself must not be on the
+    path (its ``rag.py`` would shadow the ``rag`` package)."""
     from lunora_jobs.api.testing import ApiProcess
 
+    (workdir / "console_bench_app.py").write_text(APP_MODULE)
     tokens = workdir / "tokens.json"
     tokens.write_text(json.dumps([{"subject": "ops", "token": TOKEN, "admin": True},
                                   {"subject": "user-7", "token": OWNER_TOKEN}]))
-    path = [str(Path(__file__).parent), str(ROOT), os.environ.get("PYTHONPATH", "")]
+    path = [str(workdir), str(ROOT), os.environ.get("PYTHONPATH", "")]
     env = {"LUNORA_DATABASE_URL": url, "LUNORA_API_TOKENS_FILE": str(tokens),
-           "LUNORA_APP": "_console_app:app", "PYTHONPATH": os.pathsep.join(path),
+           "LUNORA_APP": "console_bench_app:app", "PYTHONPATH": os.pathsep.join(path),
            "CELERY_BROKER_URL": "", "LUNORA_REDIS_URL": ""}
     return ApiProcess(env).start()
 
