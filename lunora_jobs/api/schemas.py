@@ -117,8 +117,8 @@ class RunSummary(_Out):
     stopped: str | None
     turns: int
     usage: UsageOut
-    cost_usd: float | None = Field(description="Provider-reported cost where known, else an estimate "
-                                               "from the pricing table; None without either.")
+    cost_usd: float | None = Field(description="The run's cost in USD summed over its usage-ledger rows "
+                                               "(None when no row carries a cost).")
     created_at: int
     updated_at: int
 
