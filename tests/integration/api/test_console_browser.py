@@ -88,6 +88,26 @@ def test_console_watch_approve_and_timeline(stack: ApiStack, browser: Any, tmp_p
     row.get_by_test_id("run-row-status").filter(has_text="completed").wait_for()
     assert stack.redis.llen(f"{stack.prefix}:charges") == 1
 
+    # The JS client's chat surface, as an app would use it (the console's cookie session).
+    chat = page.evaluate("""async () => {
+      const { LunoraClient, createAgentChat } = await import("/client/lunora.js");
+      const client = new LunoraClient();
+      await client.session();
+      const chat = createAgentChat({ client, agent: "support", threadKey: "t-js" });
+      const finished = new Promise((resolve) => chat.subscribe((s) => {
+        const settled = !s.messages.some((m) => m.pending);
+        if (s.status === "completed" && s.messages.length === 2 && settled) resolve(s);
+      }));
+      await chat.send("hello from js");
+      const s = await finished;
+      chat.close();
+      return { roles: s.messages.map((m) => m.role), contents: s.messages.map((m) => m.content),
+               seqs: s.messages.map((m) => m.seq), state: s.state, pending: s.pendingApprovals };
+    }""")
+    assert chat == {"roles": ["user", "assistant"], "contents": ["hello from js", "answer to hello from js"],
+                    "seqs": [1, 2], "state": {"note": None}, "pending": []}
+    assert stack.app.store.get_thread("t-js").owner == "alice"
+
     page.screenshot(path=str(tmp_path / "console.png"), full_page=True)
     assert (tmp_path / "console.png").stat().st_size > 10_000
     assert problems == [], problems  # no script error, no CSP violation
