@@ -1,9 +1,14 @@
 """Chunkers: text in, a list of chunk texts out. None ever emits a chunk longer than its size.
 
-- ``fixed_chunker(size=1000, overlap=200)`` -- a character window (the default of ``define_rag``).
-- ``sentence_chunker(size, overlap)`` -- packs whole sentences; the default choice for prose.
-- ``markdown_chunker(size, overlap)`` -- splits at ATX headings (``#`` inside code fences is not a
-  heading), packs each section, and prefixes every chunk with its heading trail ``# A > ## B``.
+- ``default_chunker()`` -- what ``define_rag`` uses: ``markdown_chunker(1000, 0)``, chosen by
+  measurement (``bench/rag_quality.py``) over the fixed window it replaces.
+- ``fixed_chunker(size=1000, overlap=200)`` -- a character window (cuts words; the previous default).
+- ``sentence_chunker(size, overlap)`` -- packs whole sentences.
+- ``markdown_chunker(size, overlap)`` -- structure-aware: splits at headings -- ATX (``#``, not inside
+  code fences) and underlined (Setext, reStructuredText, numpydoc ``Parameters`` / ``-----``) --,
+  packs each section's blocks (paragraphs, lists, fences), splits a block too big for a chunk into
+  sentences and a sentence too big at whitespace (so no word is cut, unless one token is longer than
+  a whole chunk), and prefixes every chunk with its heading trail ``# A > ## B``.
 - ``token_chunker(count_tokens=..., max_tokens=..., overlap_tokens=...)`` -- bounds chunks by a real
   token count from an injected counter (no tokenizer is bundled, and chars/4 is not a token count).
 
@@ -28,6 +33,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# A Setext / reStructuredText / numpydoc heading's underline: one punctuation character repeated.
+_UNDERLINE = re.compile(r"^ {0,3}([=\-~^*+#\"'])\1{2,}[ \t]*$")
+_UNDERLINE_LEVEL = {"=": 1, "-": 2}
+_WHITESPACE = re.compile(r"\s")
 
 
 def _check(size: int, overlap: int, what: str = "size") -> None:
@@ -59,8 +68,12 @@ def fixed_chunker(size: int = 1000, overlap: int = 200) -> Chunker:
 
 
 def default_chunker() -> Chunker:
-    """The chunker ``define_rag`` uses when given none."""
-    return fixed_chunker()
+    """The chunker ``define_rag`` uses when given none: ``markdown_chunker(1000, 0)``.
+
+    Structure-aware, word-safe, heading trail on every chunk; with ``define_rag``'s contextual chunk
+    headers (the document ``title`` on every chunk) no overlap is needed for context.
+    """
+    return markdown_chunker(1000, 0)
 
 
 def sentence_chunker(size: int = 1000, overlap: int = 200) -> Chunker:
@@ -70,7 +83,8 @@ def sentence_chunker(size: int = 1000, overlap: int = 200) -> Chunker:
 
 
 def markdown_chunker(size: int = 1000, overlap: int = 200) -> Chunker:
-    """Sections at ATX headings (fence-aware), each chunk prefixed with its heading trail."""
+    """Sections at headings (ATX, fence-aware, and underlined), each chunk prefixed with its heading
+    trail; blocks packed whole, then sentences, then whitespace-separated words (see the module doc)."""
     _check(size, overlap)
 
     def chunk(text: str) -> list[str]:
@@ -187,12 +201,13 @@ def _sentences_with_breaks(block: str) -> list[tuple[str, str]]:
 
 
 def _hard_split_chars(atom: str, limit: int) -> list[str]:
-    # Prefer a whitespace break in the second half of the window so words survive when they can.
+    # Cut at the last whitespace of the window, so no word is ever cut; only a single token longer
+    # than the whole chunk (a URL, a base64 blob) has to be cut inside itself.
     out = []
     rest = atom
     while len(rest) > limit:
-        cut = rest.rfind(" ", limit // 2, limit + 1)
-        cut = cut if cut > 0 else limit
+        breaks = [m.start() for m in _WHITESPACE.finditer(rest, 1, limit + 1)]
+        cut = breaks[-1] if breaks else limit
         out.append(rest[:cut].rstrip())
         rest = rest[cut:].lstrip()
     if rest:
@@ -250,6 +265,17 @@ def _markdown_sections(text: str) -> list[tuple[list[str], list[str]]]:
             lines.append(line)
             continue
         heading = _HEADING.match(line) if fence is None else None
+        underline = _UNDERLINE.match(line) if fence is None and heading is None else None
+        if underline and len(lines) == 1 and lines[0].strip() and not _UNDERLINE.match(lines[0]):
+            # "Title\n=====": the one-line block above becomes a heading, as in Setext and reST.
+            title = lines.pop().strip()
+            if len(line.strip()) * 2 >= len(title):
+                end_section()
+                level = _UNDERLINE_LEVEL.get(underline.group(1), 3)
+                trail = [(lvl, t) for lvl, t in trail if lvl < level]
+                trail.append((level, title))
+                continue
+            lines.append(title)
         if heading:
             end_section()
             level = len(heading.group(1))

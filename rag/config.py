@@ -46,6 +46,7 @@ class RagConfig:
     max_embedding_dimensions: int | Literal[False] | None = None
     min_score: float | None = None
     chunk_context: tuple[int, int] = (0, 0)
+    chunk_headers: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -268,7 +268,9 @@ def define_rag(
     None: hybrid whenever a lexical leg exists), ``rrf_k``, ``rerank``, ``transform_query``,
     ``rls_filter``, ``require_namespace``, ``allow_shared_namespace`` (single-tenant: no warning for a
     namespace-less call), ``embedding_model_version``, ``cache_embeddings``,
-    ``max_embedding_dimensions``, ``min_score``, ``chunk_context=(before, after)``.
+    ``max_embedding_dimensions``, ``min_score``, ``chunk_context=(before, after)``, ``chunk_headers``
+    (default True: a document's ``metadata["title"]`` heads each of its chunks, a contextual chunk
+    header that is embedded, matched lexically and shown in ``context``).
     """
     unknown = set(options) - set(RagConfig.__dataclass_fields__)
     if unknown:

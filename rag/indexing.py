@@ -51,6 +51,13 @@ def content_hash(text: str, metadata: Mapping[str, Any] | None, importance: floa
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def with_header(title: str, chunk: str) -> str:
+    """``chunk`` under its document's title (a contextual chunk header), unless it already opens with
+    it (a Markdown H1 of the same name in the heading trail)."""
+    first = chunk.split("\n", 1)[0]
+    return chunk if title in first else f"{title}\n\n{chunk}"
+
+
 def _previous_count(store: VectorStore, source_id: str, namespace: str | None) -> tuple[int, str | None]:
     head = store.get_by_ids([chunk_id(source_id, 0)], namespace=namespace)
     if not head:
@@ -88,6 +95,9 @@ def index_document(
     digest = content_hash(text, metadata, importance)
     old_count, old_hash = _previous_count(store, source_id, namespace)
     texts = [] if old_hash == digest and not reindex else config.chunk(text)
+    title = metadata.get("title")
+    if config.chunk_headers and isinstance(title, str) and title.strip():
+        texts = [with_header(title.strip(), t) for t in texts]
     if scope is not None:
         touched = [chunk_id(source_id, n) for n in range(max(old_count, len(texts), 1))]
         access.check_existing(_stored(config, touched, namespace), scope, "replace")
