@@ -72,6 +72,18 @@ class Settings(RagSettings):
     api_heartbeat_s: float = Field(
         default=15.0, gt=0, validation_alias=AliasChoices("LUNORA_API_HEARTBEAT_S", "api_heartbeat_s")
     )
+    # -- deployment (see deploy/ and helm/lunora-jobs) ----------------------------------------------
+    beat_schedule: Path | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_BEAT_SCHEDULE", "beat_schedule")
+    )
+    """Beat's schedule file (default ``<data_dir>/celerybeat-schedule``, never the working directory)."""
+    heartbeat_file: Path | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_HEARTBEAT_FILE", "heartbeat_file")
+    )
+    """A file the worker (and beat) touch every ``heartbeat_interval`` seconds: a liveness probe's input."""
+    heartbeat_interval: float = Field(
+        default=10.0, gt=0, validation_alias=AliasChoices("LUNORA_HEARTBEAT_INTERVAL", "heartbeat_interval")
+    )
 
     def resolved_database_url(self) -> str:
         """The database URL, or the embedded SQLite file under ``data_dir``."""
@@ -79,6 +91,10 @@ class Settings(RagSettings):
             return normalize_database_url(self.database_url)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{(self.data_dir / 'lunora.db').as_posix()}"
+
+    def resolved_beat_schedule(self) -> Path:
+        """Where beat keeps its schedule: ``LUNORA_BEAT_SCHEDULE``, else under ``data_dir``."""
+        return self.beat_schedule or self.data_dir / "celerybeat-schedule"
 
     def secret(self, env_name: str) -> str | None:
         """The value of the environment variable ``env_name`` (None when unset or empty).

@@ -27,6 +27,9 @@ from typing import Any
 
 from celery import Celery
 
+import workers.heartbeat  # noqa: F401  (connects the worker heartbeat to the worker's signals)
+from lunora_jobs.config import Settings
+
 DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_QUEUE = "lunora"
 DEFAULT_VISIBILITY_TIMEOUT_S = 3600
@@ -95,6 +98,9 @@ def make_app(broker_url: str | None = None, queue: str | None = None) -> Celery:
     from workers.revocations import PruneRunRevocations
 
     celery_app.conf.beat_schedule = beat_schedule()
+    # Beat's file goes to the data folder, never the working directory (read-only in the image).
+    celery_app.conf.beat_scheduler = "workers.scheduler:LunoraScheduler"
+    celery_app.conf.beat_schedule_filename = str(Settings().resolved_beat_schedule())
     celery_app.steps["worker"].add(PruneRunRevocations)
     return celery_app
 
