@@ -11,15 +11,27 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, BaseModel, Field
 from pydantic_settings import SettingsConfigDict
 
 # rag cannot import lunora_jobs, so the settings both read (LUNORA_QDRANT_URL, OPENAI_API_KEY,
 # OPENAI_BASE_URL, LUNORA_DATA_DIR) and the URL normalizer live in rag's settings, extended here.
 from rag.settings import RagSettings, normalize_database_url
 
-__all__ = ["Settings", "normalize_database_url"]
+__all__ = ["Settings", "StepRoute", "normalize_database_url"]
+
+
+class StepRoute(BaseModel):
+    """Where the steps of one kind go: a Celery queue and, optionally, a message priority (0-9).
+
+    On Redis, priorities fold into the steps 0/3/6/9 and 0 is served first; on RabbitMQ 9 is
+    served first (the queues are then declared with ``x-max-priority``).
+    """
+
+    queue: str = Field(min_length=1)
+    priority: int | None = Field(default=None, ge=0, le=9)
 
 
 class Settings(RagSettings):
@@ -84,6 +96,16 @@ class Settings(RagSettings):
     heartbeat_interval: float = Field(
         default=10.0, gt=0, validation_alias=AliasChoices("LUNORA_HEARTBEAT_INTERVAL", "heartbeat_interval")
     )
+    step_routes: dict[Literal["turn", "tool", "memory", "resume"], StepRoute] = Field(
+        default_factory=dict, validation_alias=AliasChoices("LUNORA_STEP_ROUTES", "step_routes")
+    )
+    """Step kind -> queue and priority, as JSON (``{"tool": {"queue": "tools", "priority": 0}}``); a kind
+    without a route goes to the default queue (``LUNORA_QUEUE``)."""
+    allow_offline_model: bool = Field(
+        default=False, validation_alias=AliasChoices("LUNORA_ALLOW_OFFLINE_MODEL", "allow_offline_model")
+    )
+    """Outside the embedded default, let an agent fall back to the offline model when no model key is
+    set (workers otherwise refuse to start); every worker then says so loudly at start."""
 
     def resolved_database_url(self) -> str:
         """The database URL, or the embedded SQLite file under ``data_dir``."""
@@ -95,6 +117,10 @@ class Settings(RagSettings):
     def resolved_beat_schedule(self) -> Path:
         """Where beat keeps its schedule: ``LUNORA_BEAT_SCHEDULE``, else under ``data_dir``."""
         return self.beat_schedule or self.data_dir / "celerybeat-schedule"
+
+    def is_embedded(self) -> bool:
+        """True when neither a broker nor a database is configured: the fresh-machine default."""
+        return not (self.broker_url or self.database_url)
 
     def secret(self, env_name: str) -> str | None:
         """The value of the environment variable ``env_name`` (None when unset or empty).

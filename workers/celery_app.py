@@ -13,6 +13,9 @@ Environment:
   3600). It must be longer than the longest step (an agent's ``step_timeout_s``), or a slow step is
   delivered twice; the ledger then dedupes, but the work is wasted.
 - ``LUNORA_SWEEP_INTERVAL``: seconds between sweep ticks of beat (default 5, see ``workers.beat``).
+- ``LUNORA_STEP_ROUTES``: step kind -> queue and priority (see ``workers.dispatch``).
+- ``LUNORA_BEAT_SCHEDULE``, ``LUNORA_HEARTBEAT_FILE``: beat's schedule file and the liveness heartbeat
+  (see ``workers.scheduler`` and ``workers.heartbeat``).
 
 Example::
 
@@ -98,9 +101,13 @@ def make_app(broker_url: str | None = None, queue: str | None = None) -> Celery:
     from workers.revocations import PruneRunRevocations
 
     celery_app.conf.beat_schedule = beat_schedule()
+    settings = Settings()
     # Beat's file goes to the data folder, never the working directory (read-only in the image).
     celery_app.conf.beat_scheduler = "workers.scheduler:LunoraScheduler"
-    celery_app.conf.beat_schedule_filename = str(Settings().resolved_beat_schedule())
+    celery_app.conf.beat_schedule_filename = str(settings.resolved_beat_schedule())
+    if any(route.priority is not None for route in settings.step_routes.values()):
+        # RabbitMQ honours priorities only on queues declared with x-max-priority (Redis ignores it).
+        celery_app.conf.task_queue_max_priority = 9
     celery_app.steps["worker"].add(PruneRunRevocations)
     return celery_app
 

@@ -6,11 +6,13 @@ tool calls sent as ONE pipelined Redis round trip (kombu's publish batch). The m
 ``(run_id, step)``; the worker reads everything else from the database.
 
 ``Lunora.from_env`` builds it when ``CELERY_BROKER_URL`` is set (env ``LUNORA_DISPATCHER`` can name
-another class).
+another class). ``LUNORA_STEP_ROUTES`` sends the steps of a kind to another queue, with a priority
+(``{"tool": {"queue": "tools"}}``); run a worker pool on each such queue (``lunora worker -Q tools``).
 
 Example::
 
-    from lunora_jobs.engine.dispatch import StepTask
+    from lunora_jobs.config import Settings, StepRoute
+from lunora_jobs.engine.dispatch import StepTask
     CeleryDispatcher().dispatch([StepTask(run_id, "tool:search:call_1", "tool"),
                                  StepTask(run_id, "tool:fetch:call_2", "tool")])
 """
@@ -18,11 +20,12 @@ Example::
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from celery import Celery
 
+from lunora_jobs.config import Settings, StepRoute
 from lunora_jobs.engine.dispatch import StepTask
 
 TASK_FOR_KIND: dict[str, str] = {"turn": "lunora.turn", "tool": "lunora.tool"}
@@ -84,7 +87,10 @@ class CeleryDispatcher:
     ``LUNORA_QUEUE``); pass ``app`` to reuse a Celery app you configured yourself.
     """
 
-    def __init__(self, broker_url: str | None = None, queue: str | None = None, *, app: Celery | None = None):
+    def __init__(
+        self, broker_url: str | None = None, queue: str | None = None, *, app: Celery | None = None,
+        routes: Mapping[str, StepRoute] | None = None,
+    ):
         from workers.celery_app import broker_url_from_env, queue_name
 
         # Read the environment now, not at import: a process may build apps for several configs.
@@ -92,6 +98,9 @@ class CeleryDispatcher:
         if app is None:
             app = _app_for(broker_url or broker_url_from_env(), self.queue)
         self.app: Celery = app
+        configured = Settings().step_routes if routes is None else routes
+        self.routes: dict[str, StepRoute] = {str(kind): route for kind, route in configured.items()}
+        """Step kind -> queue and priority (``LUNORA_STEP_ROUTES``); other kinds go to ``queue``."""
 
     def dispatch(self, tasks: Sequence[StepTask]) -> None:
         """Send ``tasks`` through one pooled producer; several go out in one pipelined round trip."""
@@ -116,7 +125,11 @@ class CeleryDispatcher:
             argsrepr=f"({task.run_id!r}, {task.step!r})", kwargsrepr="{}",
             stamped_headers=[RUN_STAMP], **{RUN_STAMP: task.run_id},
         )
-        amqp.send_task_message(producer, name, message, queue=self.queue)
+        route = self.routes.get(task.kind)
+        if route is None:
+            amqp.send_task_message(producer, name, message, queue=self.queue)
+        else:
+            amqp.send_task_message(producer, name, message, queue=route.queue, priority=route.priority)
 
     def revoke(self, run_id: str) -> None:
         """Best-effort: tell the workers to drop queued tasks of ``run_id`` (a broadcast, no reply).

@@ -10,6 +10,8 @@ import pytest
 import yaml
 from deploy_support import DEPLOY
 
+from lunora_jobs.agent import AgentDefinition
+
 COMPOSE = DEPLOY / "docker-compose.yml"
 EXAMPLE_ENV = DEPLOY / "example.env"
 ROLES = {"worker", "beat", "flower", "api", "ingress"}
@@ -78,7 +80,8 @@ def test_roles_run_the_lunora_commands(compose: dict[str, Any]) -> None:
     services = compose["services"]
     for name in ROLES:
         assert services[name]["command"][0] == name
-    assert services["worker"]["stop_grace_period"] == "120s"
+    grace = int(services["worker"]["stop_grace_period"].removesuffix("s"))
+    assert grace > AgentDefinition.step_timeout_s, "a deploy must let a running step finish"
 
 
 def test_flower_asks_for_a_password_and_listens_on_loopback(compose: dict[str, Any]) -> None:
