@@ -75,7 +75,7 @@ def beat(ctx: typer.Context) -> None:
 
 @app.command("flower", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def flower(ctx: typer.Context) -> None:
-    """The Flower dashboard for the worker fleet."""
+    """Flower for the fleet on CELERY_BROKER_URL; FLOWER_BASIC_AUTH=user:password protects it and its API."""
     _call("workers.celery_app:main", ["flower", *ctx.args])
 
 

@@ -66,3 +66,16 @@ class ScriptExhaustedError(LunoraError, RuntimeError):
 
 
 # Retrieval errors live in ``rag.errors`` (``rag`` does not import this package).
+
+
+# --- production settings ----------------------------------------------------------------------
+
+
+class MissingModelKeyError(ConfigurationError):
+    """Outside the embedded default, an agent's model needs a key that is not set: the worker would
+    otherwise run the offline model (``model="auto"``) or fail at the first turn (``openai:...``)."""
+
+
+class MissingDatabaseUrlError(ConfigurationError):
+    """A broker is configured but ``LUNORA_DATABASE_URL`` is not: every worker would keep its own
+    SQLite file, and no two processes would see the same runs."""

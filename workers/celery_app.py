@@ -32,6 +32,9 @@ from celery import Celery
 
 import workers.heartbeat  # noqa: F401  (connects the worker heartbeat to the worker's signals)
 from lunora_jobs.config import Settings
+from workers import quiet_ticks
+
+quiet_ticks.install()
 
 DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_QUEUE = "lunora"

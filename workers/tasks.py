@@ -28,6 +28,7 @@ import sqlalchemy.exc
 from celery import signals
 
 from workers.celery_app import app as celery
+from workers.preflight import preflight_step
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +161,13 @@ def _sweep(grace_ms: int | None = None) -> int:
         grace_ms = int(os.environ["LUNORA_SWEEP_GRACE_MS"])
     report = get_app().sweep() if grace_ms is None else get_app().sweep(grace_ms=grace_ms)
     dispatched = getattr(report, "dispatched", None)
+    # Silent when it found nothing: beat runs this every few seconds.
     if dispatched:
         log.info("lunora sweep: re-dispatched %s", [t.task_id for t in dispatched])
+    for outcome in ("finished", "failed"):
+        runs = getattr(report, outcome, None)
+        if runs:
+            log.info("lunora sweep: %s runs %s", outcome, runs)
     return len(dispatched or ())
 
 
@@ -182,6 +188,10 @@ def _start_run(agent: str, input: Any = None, thread_key: str | None = None, own
 turn = celery.task(_turn, name="lunora.turn", **_RETRY)
 tool = celery.task(_tool, name="lunora.tool", **_RETRY)
 other_step = celery.task(_other_step, name="lunora.step", **_RETRY)
-sweep = celery.task(_sweep, name="lunora.sweep", **_RETRY)
-dispatch_due = celery.task(_dispatch_due, name="lunora.dispatch_due", **_RETRY)
+# Beat's ticks send no task events: every 5 s they would bury the steps in Flower's task list.
+sweep = celery.task(_sweep, name="lunora.sweep", send_events=False, **_RETRY)
+dispatch_due = celery.task(_dispatch_due, name="lunora.dispatch_due", send_events=False, **_RETRY)
+
+# Refuse to consume when this worker would silently run a demo default (workers.preflight).
+celery.steps["worker"].add(preflight_step(get_app))
 start_run = celery.task(_start_run, name="lunora.start_run", **_RETRY)
