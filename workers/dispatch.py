@@ -11,8 +11,7 @@ another class). ``LUNORA_STEP_ROUTES`` sends the steps of a kind to another queu
 
 Example::
 
-    from lunora_jobs.config import Settings, StepRoute
-from lunora_jobs.engine.dispatch import StepTask
+    from lunora_jobs.engine.dispatch import StepTask
     CeleryDispatcher().dispatch([StepTask(run_id, "tool:search:call_1", "tool"),
                                  StepTask(run_id, "tool:fetch:call_2", "tool")])
 """

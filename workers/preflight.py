@@ -16,7 +16,7 @@ saying what to set instead of a fleet answering with canned text.
 Example::
 
     LUNORA_APP=myproject.agents:app CELERY_BROKER_URL=redis://... lunora worker
-    # CRITICAL lunora: agent 'support' (model 'auto') would run the offline model: ...
+    # CRITICAL lunora: support (model 'auto') would run the deterministic offline model: ...
 """
 
 from __future__ import annotations
