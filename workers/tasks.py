@@ -191,7 +191,7 @@ other_step = celery.task(_other_step, name="lunora.step", **_RETRY)
 # Beat's ticks send no task events: every 5 s they would bury the steps in Flower's task list.
 sweep = celery.task(_sweep, name="lunora.sweep", send_events=False, **_RETRY)
 dispatch_due = celery.task(_dispatch_due, name="lunora.dispatch_due", send_events=False, **_RETRY)
+start_run = celery.task(_start_run, name="lunora.start_run", **_RETRY)
 
 # Refuse to consume when this worker would silently run a demo default (workers.preflight).
 celery.steps["worker"].add(preflight_step(get_app))
-start_run = celery.task(_start_run, name="lunora.start_run", **_RETRY)
