@@ -45,6 +45,14 @@ def build_wheel(into: Path) -> Path:
     return next((into / "wheels").glob("lunora_jobs-*.whl"))
 
 
+def _link(src: str, dst: str) -> None:
+    """Hard-link ``src`` to ``dst`` (a copy across file systems)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def interpreter_for_everyone(mirror: Path, as_user: list[str]) -> tuple[Path, dict[str, str]]:
     """A Python of this exact version that the unprivileged user can run, and the environment it needs.
 
@@ -61,20 +69,14 @@ def interpreter_for_everyone(mirror: Path, as_user: list[str]) -> tuple[Path, di
     prefix = Path(sys.base_prefix)
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
-    def link(src: str, dst: str) -> None:
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-
     (mirror / "bin").mkdir(parents=True)
-    link(str(base), str(mirror / "bin" / base.name))
+    _link(str(base), str(mirror / "bin" / base.name))
     (mirror / "lib").mkdir()
     for library in (prefix / "lib").glob("libpython*"):
         if library.is_file():
-            link(str(library), str(mirror / "lib" / library.name))
+            _link(str(library), str(mirror / "lib" / library.name))
     shutil.copytree(
-        prefix / "lib" / version, mirror / "lib" / version, copy_function=link, symlinks=True,
+        prefix / "lib" / version, mirror / "lib" / version, copy_function=_link, symlinks=True,
         ignore=shutil.ignore_patterns(
             "site-packages", "test", "__pycache__", "idlelib", "tkinter", "turtledemo"
         ),
@@ -114,8 +116,10 @@ class ImageSandbox:
         site = Path(subprocess.check_output(
             [str(self.venv / "bin" / "python"), "-c", purelib], text=True, env={**os.environ, **self.ld_path}
         ).strip())
-        deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-        (site / "zz_test_dependencies.pth").write_text("\n".join(sorted(deps)) + "\n")
+        deps = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+        (site / "zz_test_dependencies.pth").write_text(
+            "\n".join(self._readable(Path(d), n) for n, d in enumerate(deps)) + "\n"
+        )
         self.site = site
         self.project.mkdir()
         for name, text in project_files.items():
@@ -124,6 +128,18 @@ class ImageSandbox:
         if self.as_root:
             os.chown(self.data, NOBODY, NOBODY)
         self.project.chmod(0o555)  # read-only for everyone but root, like the image's /app/project
+
+    def _readable(self, deps: Path, n: int) -> str:
+        """``deps`` if the unprivileged user can read it, else a hard-linked mirror of it (CI's
+        interpreter, and its packages, may live under /root)."""
+        probe = [*self.command_prefix(), str(self.python), "-c", f"import os; os.listdir({str(deps)!r})"]
+        seen = subprocess.run(probe, capture_output=True, timeout=60, env={**os.environ, **self.ld_path})
+        if seen.returncode == 0:
+            return str(deps)
+        mirror = self.root / f"deps-{n}"
+        shutil.copytree(deps, mirror, copy_function=_link, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        return str(mirror)
 
     def tmp_dir(self, name: str) -> Path:
         """A private writable /tmp for one "container"."""
