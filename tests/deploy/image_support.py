@@ -176,7 +176,7 @@ class ImageSandbox:
         return {"HOME": "/nonexistent", "LANG": "C.UTF-8", **self.ld_path, **self.image_env(tmp), **extra}
 
     def run(self, argv: list[str], tmp: Path, extra: Mapping[str, str], timeout: float = 120) -> str:
-        """Run ``argv`` (``lunora ...``) to completion in the project folder; return its output."""
+        """Run ``argv`` (``lunora ...``) to completion in the project folder; return its standard output."""
         env = self.env(tmp, extra)
         result = subprocess.run(
             [*self.command_prefix(), *self._resolve(argv, env)], cwd=self.project, env=env,
@@ -184,7 +184,7 @@ class ImageSandbox:
         )
         output = result.stdout + result.stderr
         assert result.returncode == 0, f"{argv} failed ({result.returncode}):\n{output}"
-        return result.stdout + result.stderr
+        return result.stdout
 
     def start(self, argv: list[str], tmp: Path, extra: Mapping[str, str]) -> subprocess.Popen[bytes]:
         """Start ``argv`` in the background, in its own process group, logging to ``tmp``'s folder."""
