@@ -129,7 +129,10 @@ def _blas_threads(limit: int | None) -> Iterator[None]:
     OpenBLAS threads spin while they wait for work; on a busy machine (a worker fleet, CI) that
     backfires: on the 2-core dev box, loaded by other processes, one query embedded in 24-28 ms
     single-threaded and 150-500 ms with 2 BLAS threads. The cap is process-wide while it lasts, so
-    concurrent callers only ever see a different thread count, never a different result.
+    a concurrent caller may run part of its pass under another thread count. BLAS splits its sums
+    by thread count, so such a vector can differ from a single-threaded one in the last bits
+    (~9e-8 per component observed on a 2-core machine): equal within float32 tolerance, not
+    bitwise.
     """
     global _controller
     if limit is None:
