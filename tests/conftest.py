@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+import redis
 from private_redis import PrivateRedis, RedisUnavailable
 from suite_settings import service_unavailable, settings
 
@@ -70,6 +71,13 @@ def sqlite_url(tmp_path: object) -> str:
 def redis_url() -> str:
     """The shared Redis server's URL; tests namespace their keys and queues with ``redis_prefix``
     and never flush it (use ``private_redis`` for that)."""
+    client = redis.Redis.from_url(settings.redis_url, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        service_unavailable(f"Redis not reachable at {settings.redis_url}: {exc}")
+    finally:
+        client.close()
     return settings.redis_url
 
 
