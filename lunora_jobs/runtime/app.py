@@ -29,6 +29,7 @@ from lunora_jobs.errors import ConfigurationError
 from lunora_jobs.models.base import Model
 from lunora_jobs.runtime.agents_client import AgentsNamespace
 from lunora_jobs.runtime.approvals_api import ApprovalsAPI
+from lunora_jobs.runtime.project_path import ensure_cwd_on_path
 from lunora_jobs.runtime.threads_api import ThreadsAPI
 from lunora_jobs.store.base import AgentStore
 
@@ -36,16 +37,20 @@ DEFAULT_DISPATCHER = "workers.dispatch:CeleryDispatcher"
 
 
 def import_path(path: str) -> Any:
-    """Import ``"package.module:attr"``."""
+    """Import ``"package.module:attr"``, finding modules in the working directory as ``celery -A`` does."""
     module, sep, attr = path.partition(":")
     if not sep or not module or not attr:
         raise ConfigurationError(
             f"{path!r} is not a 'package.module:attribute' path (e.g. 'myproject.agents:app')."
         )
+    ensure_cwd_on_path()
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
-        raise ConfigurationError(f"cannot import {path!r}: {exc}") from exc
+        raise ConfigurationError(
+            f"cannot import {path!r}: {exc} (run from the directory that holds the package, or add it "
+            "to PYTHONPATH)"
+        ) from exc
 
 
 class Lunora:
