@@ -52,6 +52,12 @@ class Settings(RagSettings):
     redis_url: str | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_REDIS_URL", "redis_url")
     )
+    anthropic_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("ANTHROPIC_API_KEY", "anthropic_api_key")
+    )
+    anthropic_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "anthropic_base_url")
+    )
     # -- the HTTP API (``lunora api``) -----------------------------------------------------------
     api_tokens_file: Path | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_API_TOKENS_FILE", "api_tokens_file")

@@ -65,6 +65,49 @@ class ScriptExhaustedError(LunoraError, RuntimeError):
     """A ``ScriptedModel`` was asked for more turns than its script holds; add turns to the script."""
 
 
+# --- model helpers (lunora_jobs.ai) and providers --------------------------------------------
+
+
+class ProviderUnavailableError(ConfigurationError, ImportError):
+    """A model provider's optional extra is not installed; the message names the pip command."""
+
+
+class ModelCapabilityError(ConfigurationError):
+    """The resolved model cannot do what was asked (e.g. embed); the message names models that can."""
+
+
+class ModelInputError(LunoraError, ValueError):
+    """An input a model call cannot take (e.g. an empty text to embed); the message says what to drop."""
+
+
+class ModelResponseError(LunoraError, RuntimeError):
+    """A provider answered with something unusable (wrong number of embeddings, no content)."""
+
+
+class ObjectGenerationError(OutputParseError):
+    """``generate_object`` / ``stream_object`` got no answer matching the schema, repairs included.
+
+    ``text`` is the model's last answer, ``usage`` what all attempts cost.
+    """
+
+    def __init__(self, message: str, *, text: str | None = None, usage: object = None) -> None:
+        super().__init__(message)
+        self.text = text
+        self.usage = usage
+
+
+class ToolApprovalUnavailableError(ConfigurationError):
+    """A tool call needs approval, but ``generate_text`` runs tools inline with no one to ask.
+
+    Run the tool through an agent (which waits for the decision), or drop ``needs_approval``.
+    """
+
+
+class StreamStateError(LunoraError, RuntimeError):
+    """A stream was used out of order: its result read before it ended (iterate it, or call ``result()`` /
+    ``await aresult()``), or one stream read both with ``for`` and ``async for``."""
+
+
 # Retrieval errors live in ``rag.errors`` (``rag`` does not import this package).
 
 

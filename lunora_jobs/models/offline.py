@@ -1,6 +1,7 @@
 """``OfflineModel``: the deterministic model a fresh machine runs with, labelled as such in every answer.
 
-No network, no randomness, no clock: the same prompt always gives the same turn. When tools are offered
+No network, no randomness, no clock: the same prompt always gives the same turn. It streams too, word
+by word (``stream`` / ``astream``), so token streaming can be tried without a provider. When tools are offered
 and the user just spoke, it calls the tool whose name and description share the most words with the
 user's text, filling arguments from the schema (a capitalized word for a "city"-like field, numbers
 found in the text, the whole text for a query). After tool results it answers by summarizing them. With
@@ -17,12 +18,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from lunora_jobs.models.base import ModelTurn, ToolCall, ToolChoice, ToolSpec, Usage
 from lunora_jobs.models.messages import SUMMARY_INSTRUCTIONS, count_assistant_turns, message_text
 from lunora_jobs.models.offline_values import fill_schema, words
+from lunora_jobs.models.streaming import StreamEvent, turn_events
 
 LABEL = "[offline model]"
 
@@ -68,6 +70,30 @@ class OfflineModel:
         if output_schema is not None:
             text = json.dumps(fill_schema(output_schema, text, field_name=None), ensure_ascii=False)
         return self._turn(text, [], usage, "stop")
+
+    def stream(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: ToolChoice = "auto",
+        output_schema: dict[str, Any] | None = None,
+    ) -> Iterator[StreamEvent]:
+        """The same turn as ``generate``, its text streamed word by word."""
+        turn = self.generate(messages, tools=tools, tool_choice=tool_choice, output_schema=output_schema)
+        yield from turn_events(turn, by_word=True)
+
+    async def astream(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: ToolChoice = "auto",
+        output_schema: dict[str, Any] | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """``stream`` for an event loop (nothing here blocks)."""
+        for event in self.stream(messages, tools=tools, tool_choice=tool_choice, output_schema=output_schema):
+            yield event
 
     def _turn(self, text: str | None, calls: list[ToolCall], usage: Usage, finish: str) -> ModelTurn:
         output_tokens = len(words(text or "")) + sum(len(json.dumps(c.arguments)) // 4 for c in calls)

@@ -1,7 +1,9 @@
 """``"provider:model"`` strings → ``Model`` objects, through a registry users can extend.
 
 Built in: ``openai:<model>`` (key and base URL from Settings: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, so
-vLLM / Ollama / llama.cpp server / OpenRouter work too), ``offline`` / ``offline:<label>`` (the
+vLLM / Ollama / llama.cpp server / OpenRouter work too), ``anthropic:<model>`` (Anthropic's Messages API
+through its SDK, the ``anthropic`` extra; ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``),
+``offline`` / ``offline:<label>`` (the
 deterministic offline model) and ``auto`` / ``auto:<model>`` (``openai:<model>`` when an OpenAI key or
 base URL is configured, else offline).
 
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lunora_jobs.config import Settings
-from lunora_jobs.errors import ConfigurationError, UnknownModelProviderError
+from lunora_jobs.errors import ConfigurationError, ProviderUnavailableError, UnknownModelProviderError
 from lunora_jobs.models.base import Model
 
 ModelFactory = Callable[[str, Settings], Model]
@@ -101,6 +103,20 @@ def _openai(name: str, settings: Settings) -> Model:
     )
 
 
+def _anthropic(name: str, settings: Settings) -> Model:
+    if not name:
+        raise ConfigurationError(
+            "Name the Claude model: 'anthropic:<model>', e.g. 'anthropic:claude-sonnet-4-5'."
+        )
+    try:
+        from lunora_jobs.models.anthropic import AnthropicModel  # the anthropic SDK is an optional extra
+    except ImportError as exc:
+        raise ProviderUnavailableError(
+            f"'anthropic:{name}' needs the anthropic SDK: pip install \"lunora-jobs[anthropic]\"."
+        ) from exc
+    return AnthropicModel(name, api_key=settings.anthropic_api_key, base_url=settings.anthropic_base_url)
+
+
 def _offline(name: str, settings: Settings) -> Model:
     from lunora_jobs.models.offline import OfflineModel
 
@@ -114,5 +130,6 @@ def _auto(name: str, settings: Settings) -> Model:
 
 
 register_model_provider("openai", _openai)
+register_model_provider("anthropic", _anthropic)
 register_model_provider("offline", _offline)
 register_model_provider("auto", _auto)

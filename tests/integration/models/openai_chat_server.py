@@ -1,19 +1,31 @@
-"""A tiny HTTP server speaking OpenAI's ``POST /v1/chat/completions`` wire format, for tests.
+"""A tiny HTTP server speaking OpenAI's chat-completions and embeddings wire format, for tests.
 
 The test queues the completions it wants returned (``reply`` builds one); the server records every
 request body and header, can fail a request with a given status first, and speaks plain HTTP on
 127.0.0.1 with an OS-assigned port — no network, no mocked SDK.
+
+- ``POST /v1/chat/completions`` with ``"stream": true`` sends the queued reply as server-sent
+  ``chat.completion.chunk`` events: the content in pieces of ``stream_piece`` characters, each tool
+  call's arguments in pieces, a final chunk with the finish reason, then (when the request asked with
+  ``stream_options.include_usage``) a usage-only chunk, then ``data: [DONE]``.
+- ``POST /v1/embeddings`` answers every input with a deterministic unit vector of
+  ``embedding_dimensions`` derived from the text (``fake_embedding``), usage = words of the inputs.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
-import threading
+import math
+import struct
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from stub_http import StubHandler, serve
 
 
 def reply(
@@ -61,28 +73,79 @@ class ChatServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     base_url: str = ""
+    stream_piece: int = 3
+    embedding_dimensions: int = 8
+    embedding_cost: float | None = None
+
+
+def fake_embedding(text: str, dimensions: int) -> list[float]:
+    """The unit vector the server returns for ``text`` (so a test can check order and alignment)."""
+    digest = hashlib.sha256(text.encode()).digest()
+    raw = [digest[i % len(digest)] - 127.5 for i in range(dimensions)]
+    norm = math.sqrt(sum(v * v for v in raw)) or 1.0
+    return [v / norm for v in raw]
+
+
+def stream_chunks(body: dict[str, Any], piece: int, include_usage: bool) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects that stream the completion ``body``."""
+    choice = body["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": body["id"], "object": "chat.completion.chunk", "created": body["created"],
+            "model": body["model"],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    content = message.get("content") or ""
+    chunks += [chunk({"content": content[i : i + piece]}) for i in range(0, len(content), piece)]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        head = {"index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""}}
+        chunks.append(chunk({"tool_calls": [head]}))
+        args = call["function"]["arguments"]
+        chunks += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": args[i : i + piece]}}]})
+            for i in range(0, len(args), piece)
+        ]
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        last = chunk({})
+        last["choices"] = []
+        last["usage"] = body["usage"]
+        chunks.append(last)
+    return chunks
 
 
 def _handler(state: ChatServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:  # keep pytest output clean
-            pass
-
+    class Handler(StubHandler):
         def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            raw = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(raw)
+            self.send_json(status, body, headers)
+
+        def _embeddings(self, body: dict[str, Any]) -> None:
+            inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            dims = int(body.get("dimensions") or state.embedding_dimensions)
+            usage: dict[str, Any] = {"prompt_tokens": sum(len(str(t).split()) for t in inputs)}
+            usage["total_tokens"] = usage["prompt_tokens"]
+            if state.embedding_cost is not None:
+                usage["cost"] = state.embedding_cost
+            vectors = [fake_embedding(str(t), dims) for t in inputs]
+            encoded: list[Any] = vectors
+            if body.get("encoding_format") == "base64":  # what the SDK asks for by default
+                encoded = [base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() for v in vectors]
+            data = [{"object": "embedding", "index": i, "embedding": e} for i, e in enumerate(encoded)]
+            self._send(200, {"object": "list", "data": data, "model": body["model"], "usage": usage})
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             state.requests.append(body)
             state.headers.append({k.lower(): v for k, v in self.headers.items()})
-            if self.path != "/v1/chat/completions":
+            if self.path == "/v1/embeddings" and not state.fail_status:
+                self._embeddings(body)
+                return
+            if self.path not in ("/v1/chat/completions", "/v1/embeddings"):
                 self._send(
                     404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}}
                 )
@@ -99,6 +162,11 @@ def _handler(state: ChatServer) -> type[BaseHTTPRequestHandler]:
             if not state.replies:
                 self._send(500, {"error": {"message": "no reply queued", "type": "server_error"}})
                 return
+            if body.get("stream"):
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                chunks = stream_chunks(state.replies.pop(0), state.stream_piece, include_usage)
+                self.send_events([*(f"data: {json.dumps(c)}\n\n" for c in chunks), "data: [DONE]\n\n"])
+                return
             self._send(200, state.replies.pop(0))
 
     return Handler
@@ -108,15 +176,6 @@ def _handler(state: ChatServer) -> type[BaseHTTPRequestHandler]:
 def chat_server() -> Iterator[ChatServer]:
     """Run the server in a thread for the duration of the block."""
     state = ChatServer()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-chat-server", daemon=True
-    )
-    thread.start()
-    try:
+    with serve(_handler(state), "fake-chat-server") as url:
+        state.base_url = f"{url}/v1"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

@@ -100,7 +100,7 @@ def test_dict_key_names_an_anonymous_tool() -> None:
         ({"stop_when": ["finalize"]}, InvalidAgentOptionError, "stop_when"),
         ({"instructions": 42}, InvalidAgentOptionError, "instructions"),
         ({"initial_state": {"when": object()}}, InvalidAgentOptionError, "initial_state"),
-        ({"model": "anthropic:claude"}, UnknownModelProviderError, "anthropic"),
+        ({"model": "mistral:large"}, UnknownModelProviderError, "mistral"),
         ({"model": "gpt-4o"}, UnknownModelProviderError, "openai:gpt-4o"),
         ({"model": 3}, ConfigurationError, "model"),
     ],

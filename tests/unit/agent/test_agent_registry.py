@@ -28,7 +28,7 @@ def no_openai() -> Settings:
 
 
 def test_builtin_providers() -> None:
-    assert {"openai", "offline", "auto"} <= set(registered_providers())
+    assert {"openai", "anthropic", "offline", "auto"} <= set(registered_providers())
     offline = resolve_model("offline", no_openai())
     assert isinstance(offline, OfflineModel) and offline.name == "offline"
     assert resolve_model("offline:small", no_openai()).name == "offline:small"
@@ -78,8 +78,9 @@ def test_models_and_callables() -> None:
 
 def test_unknown_provider_lists_the_registered_ones() -> None:
     with pytest.raises(UnknownModelProviderError) as info:
-        resolve_model("anthropic:claude", no_openai())
-    assert "anthropic" in str(info.value) and "offline" in str(info.value) and "openai" in str(info.value)
+        resolve_model("mistral:large", no_openai())
+    assert "mistral" in str(info.value) and "offline" in str(info.value) and "openai" in str(info.value)
+    assert "anthropic" in str(info.value)  # listed among the registered providers
     assert isinstance(info.value, LookupError) and isinstance(info.value, ConfigurationError)
 
 
