@@ -1,10 +1,11 @@
 """Vector stores behind one protocol (``rag.stores.base.VectorStore``).
 
-Backends import lazily so a missing optional extra (``qdrant``) fails only when that store is used.
+Backends import lazily so a missing optional extra (``qdrant``, ``pgvector``) fails only when that store
+is used.
 
 Example::
 
-    from rag.stores import EdgeStore, QdrantStore, SqlVectorStore, default_store
+    from rag.stores import EdgeStore, PgVectorStore, QdrantStore, SqlVectorStore, default_store
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from rag.stores.base import HybridVectorStore, StoreCapabilities, VectorHit, Vec
 if TYPE_CHECKING:
     from rag.stores.default import default_store
     from rag.stores.memory import MemoryStore
+    from rag.stores.pgvector import PgVectorStore
     from rag.stores.qdrant import QdrantStore
     from rag.stores.qdrant_edge import EdgeStore
     from rag.stores.sql import SqlVectorStore
@@ -25,6 +27,7 @@ _LAZY = {
     "EdgeStore": "rag.stores.qdrant_edge",
     "SqlVectorStore": "rag.stores.sql",
     "MemoryStore": "rag.stores.memory",
+    "PgVectorStore": "rag.stores.pgvector",
     "default_store": "rag.stores.default",
 }
 
@@ -32,6 +35,7 @@ __all__ = [
     "EdgeStore",
     "HybridVectorStore",
     "MemoryStore",
+    "PgVectorStore",
     "QdrantStore",
     "SqlVectorStore",
     "StoreCapabilities",
