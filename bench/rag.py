@@ -18,6 +18,10 @@ Run::
 
     python bench/rag.py --sizes 10000,100000 --stores memory,qdrant-local,edge,sql-sqlite
     python bench/rag.py --sizes 10000 --stores sql-postgres --pg-url postgresql+psycopg://postgres@127.0.0.1/x
+    python bench/rag.py --sizes 20000 --stores sql-postgres,pgvector --pg-url <a server with pgvector>
+
+``pgvector`` (``PgVectorStore``: HNSW) needs a PostgreSQL with the extension; the ``pgserver`` wheel's
+server has it (``tests/integration/rag_stores/pgvector_server.py`` starts one).
 """
 
 from __future__ import annotations
@@ -119,6 +123,12 @@ def make_store(name: str, workdir: Path, args: argparse.Namespace) -> Any:
         if not args.pg_url:
             raise SystemExit("sql-postgres needs --pg-url (an empty database you own)")
         return SqlVectorStore(args.pg_url, table=f"rag_bench_{int(time.time())}")
+    if name == "pgvector":
+        from rag.stores.pgvector import PgVectorStore
+
+        if not args.pg_url:
+            raise SystemExit("pgvector needs --pg-url (an empty database on a server with pgvector)")
+        return PgVectorStore(args.pg_url, table=f"rag_bench_pgv_{int(time.time())}")
     raise SystemExit(f"unknown store {name!r}")
 
 

@@ -9,6 +9,8 @@ Example::
     lunora example               # run the example agent end to end (offline by default)
     lunora worker                # a Celery worker for the app named by LUNORA_APP
     lunora rag sync ./docs --index docs   # index a folder; define_rag(index="docs") reads it
+    lunora pricing list          # model prices (USD per 1M tokens) and when each took effect
+    lunora pricing set gpt-4o-mini --input 0.15 --output 0.60 --cached-input 0.075 --from 2026-01-01
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import typer
 app = typer.Typer(help="Lunora Jobs: durable AI agents on Celery.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 rag_app = typer.Typer(help="Retrieval (RAG) indexes.", no_args_is_help=True)
+pricing_app = typer.Typer(help="Model prices (USD per 1M tokens) that cost usage rows.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(rag_app, name="rag")
+app.add_typer(pricing_app, name="pricing")
 
 
 def _call(path: str, *args: object, **kwargs: object) -> object:
@@ -49,6 +53,36 @@ def rag_sync(
 ) -> None:
     """Index every text file under DIRECTORY into INDEX (content-hash short-circuits unchanged files)."""
     _call("rag.cli:sync_directory", directory, namespace=namespace, prune=prune, index=index)
+
+
+@pricing_app.command("list")
+def pricing_list(
+    model: Annotated[str | None, typer.Option(help="Only this model's prices.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    url: Annotated[str | None, typer.Option(help="Database URL (default: LUNORA_DATABASE_URL).")] = None,
+) -> None:
+    """Every stored price, by model then effective-from date."""
+    _call("lunora_jobs.runtime.pricing_admin:list_prices", model=model, as_json=as_json, url=url)
+
+
+@pricing_app.command("set")
+def pricing_set(
+    model: Annotated[str, typer.Argument(help="Model name as usage rows spell it, e.g. gpt-4o-mini.")],
+    input: Annotated[float, typer.Option("--input", help="USD per 1M input tokens.")],
+    output: Annotated[float, typer.Option("--output", help="USD per 1M output tokens.")],
+    cached_input: Annotated[
+        float | None, typer.Option("--cached-input", help="USD per 1M cache-read tokens (default: --input).")
+    ] = None,
+    effective_from: Annotated[
+        str | None, typer.Option("--from", help="ISO date or time it applies from, UTC (default: now).")
+    ] = None,
+    url: Annotated[str | None, typer.Option(help="Database URL (default: LUNORA_DATABASE_URL).")] = None,
+) -> None:
+    """Set a model's price from a date; the same model and date is replaced."""
+    _call(
+        "lunora_jobs.runtime.pricing_admin:set_price", model, input_per_mtok=input, output_per_mtok=output,
+        cached_input_per_mtok=cached_input, effective_from=effective_from, url=url,
+    )
 
 
 @app.command("example")

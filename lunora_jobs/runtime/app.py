@@ -27,6 +27,7 @@ from lunora_jobs.engine.locks import LocalLock, RedisLock, RunLock
 from lunora_jobs.engine.sweep import SweepReport, sweep
 from lunora_jobs.errors import ConfigurationError
 from lunora_jobs.models.base import Model
+from lunora_jobs.pricing import PricingStore
 from lunora_jobs.runtime.agents_client import AgentsNamespace
 from lunora_jobs.runtime.approvals_api import ApprovalsAPI
 from lunora_jobs.runtime.project_path import ensure_cwd_on_path
@@ -115,6 +116,17 @@ class Lunora:
 
     def _run_task(self, task: StepTask) -> None:
         self.execute_step(task.run_id, task.step)
+
+    @property
+    def pricing(self) -> PricingStore:
+        """Model prices on the app's store (``list_prices``, ``set_price``, ``delete_price``, ``price_at``);
+        every usage row the app records is costed from them."""
+        if not isinstance(self.store, PricingStore):
+            raise ConfigurationError(
+                f"{type(self.store).__name__} keeps no model prices; use SqlStore or InMemoryStore, or "
+                "implement lunora_jobs.pricing.PricingStore on your store."
+            )
+        return self.store
 
     @classmethod
     def from_env(cls, agents: Sequence[AgentDefinition] = (), **overrides: Any) -> Lunora:

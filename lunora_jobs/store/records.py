@@ -149,6 +149,8 @@ class UsageEntry:
     step: str | None = None
     cost_usd: float | None = None
     created_at: int | None = None
+    cost_source: str | None = None
+    """"provider" | "estimate" | "none"; the store fills it (and an estimated ``cost_usd``) on write."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,7 +185,10 @@ token_usage = sa.Table(
     _count("output_tokens"),
     _count("cache_read_tokens"),
     _count("cache_write_tokens"),
-    sa.Column("cost_usd", sa.Float),
+    # Filled on write (``lunora_jobs.pricing``): the provider's figure, else the estimate at the price in
+    # force then, else NULL with cost_source "none" -- never 0. DOUBLE: MySQL's FLOAT is single precision.
+    sa.Column("cost_usd", sa.Double),
+    sa.Column("cost_source", sa.String(16)),
     _ts("created_at"),
     cascade_to("thread_id", "agent_threads.id"),
     index("agent_token_usage", "actor", "created_at"),
@@ -252,12 +255,19 @@ episodes = sa.Table(
     **MYSQL_OPTIONS,
 )
 
+# Model prices, USD per 1M tokens, one row per model and start: the price in force at a time is the
+# row with the latest ``effective_from`` at or before it (``lunora_jobs.pricing``). DOUBLE, not
+# FLOAT: MySQL's FLOAT is single precision.
 pricing = sa.Table(
     "agent_pricing",
     metadata,
     sa.Column("model", sa.String(IDENTITY), primary_key=True),
-    sa.Column("input_per_mtok", sa.Float, nullable=False),
-    sa.Column("output_per_mtok", sa.Float, nullable=False),
+    # The default lets auto-provisioning add the column to a pre-0004 table (its key stays ``model``
+    # until ``lunora db upgrade`` re-keys it).
+    sa.Column("effective_from", sa.BigInteger, primary_key=True, autoincrement=False, server_default="0"),
+    sa.Column("input_per_mtok", sa.Double, nullable=False),
+    sa.Column("cached_input_per_mtok", sa.Double),
+    sa.Column("output_per_mtok", sa.Double, nullable=False),
     _ts("updated_at"),
     **MYSQL_OPTIONS,
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -43,6 +43,7 @@ class MemoryLedgerMixin:
     _runs: dict[str, RunRecord]
     _steps: dict[tuple[str, str], StepRecord]
     _usage: list[UsageEntry]
+    _costed: Callable[[UsageEntry, int], UsageEntry]  # MemoryPricingMixin
 
     def _init_ledger(self) -> None:
         self._usage = []
@@ -207,7 +208,8 @@ class MemoryLedgerMixin:
         check_identity("actor", entry.actor)
         check_identity("model", entry.model)
         created = entry.created_at if entry.created_at is not None else now
-        self._usage.append(replace(entry, created_at=created, thread_id=entry.thread_id or thread_id))
+        entry = self._costed(replace(entry, created_at=created, thread_id=entry.thread_id or thread_id), now)
+        self._usage.append(entry)
 
     def record_usage(self, entry: UsageEntry) -> None:
         """Append to the token-usage ledger."""

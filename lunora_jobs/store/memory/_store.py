@@ -32,6 +32,7 @@ from lunora_jobs.store._codec import (
 from lunora_jobs.store._rules import owner_conflict, unique_by_key
 from lunora_jobs.store.memory._console import MemoryConsoleMixin
 from lunora_jobs.store.memory._ledger import MemoryLedgerMixin
+from lunora_jobs.store.memory._pricing import MemoryPricingMixin
 from lunora_jobs.store.memory._proposals import InMemoryProposalStore
 from lunora_jobs.store.memory._run_queue import MemoryRunQueueMixin
 from lunora_jobs.store.memory._schedules import MemorySchedulesMixin
@@ -53,8 +54,8 @@ def copy(value: Any) -> Any:
 
 
 class InMemoryStore(
-    MemoryLedgerMixin, MemoryToolCallsMixin, MemorySchedulesMixin, MemoryRunQueueMixin, InMemoryProposalStore,
-    MemoryConsoleMixin,
+    MemoryLedgerMixin, MemoryToolCallsMixin, MemorySchedulesMixin, MemoryRunQueueMixin, MemoryPricingMixin,
+    InMemoryProposalStore, MemoryConsoleMixin,
 ):
     """The ``AgentStore`` in process memory. ``clock`` returns epoch-ms (defaults to the wall clock)."""
 
@@ -70,6 +71,7 @@ class InMemoryStore(
         self._schedules: dict[str, ScheduleRecord] = {}
         self._init_ledger()
         self._init_run_queue()
+        self._init_pricing()
 
     def ensure_tables(self) -> None:
         """Nothing to create in memory."""

@@ -6,7 +6,7 @@ Example::
 
     from lunora_jobs.store.migrations import upgrade, current
     upgrade("postgresql://postgres@127.0.0.1:5432/app")   # to head
-    current("postgresql://postgres@127.0.0.1:5432/app")   # "0003"
+    current("postgresql://postgres@127.0.0.1:5432/app")   # "0004"
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from sqlalchemy.exc import DBAPIError
 
 from lunora_jobs.store._codec import Clock, wall_clock
 from lunora_jobs.store.ddl import ensure_tables
+from lunora_jobs.store.records import UsageEntry
 from lunora_jobs.store.schema import threads
 
 T = TypeVar("T")
@@ -124,6 +125,10 @@ class SqlBase:
                     raise
                 time.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _costed(self, entry: UsageEntry, now: int) -> UsageEntry:
+        """``entry`` with its cost and cost source; ``SqlPricingMixin`` prices it, the base leaves it."""
+        return entry
 
     # -- dialect helpers ---------------------------------------------------------------------
     def _insert(self, table: sa.Table) -> Any:

@@ -147,6 +147,7 @@ def usage_row(entry: UsageEntry, now: int, thread_id: str | None = None) -> dict
         "cache_read_tokens": entry.cache_read_tokens,
         "cache_write_tokens": entry.cache_write_tokens,
         "cost_usd": entry.cost_usd,
+        "cost_source": entry.cost_source,
         "created_at": entry.created_at if entry.created_at is not None else now,
     }
 

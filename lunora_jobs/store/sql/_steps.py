@@ -170,7 +170,7 @@ class SqlStepsMixin(SqlMessagesMixin):
         thread_of_run = sa.select(runs.c.thread_id).where(runs.c.id == run_id).scalar_subquery()
         run_thread = threads.c.id == thread_of_run
 
-        usage = None if completion.usage is None else usage_row(completion.usage, now)
+        usage = None if completion.usage is None else usage_row(self._costed(completion.usage, now), now)
 
         def work(conn: Connection) -> bool:
             if conn.execute(done).rowcount != 1:
@@ -199,7 +199,7 @@ class SqlStepsMixin(SqlMessagesMixin):
         t_sets, t_adds = split_patch(completion.thread_patch or {}, THREAD_SET, THREAD_ADD, "thread")
         t_sets = {k: dump(v) if k in THREAD_JSON else v for k, v in t_sets.items()}
         now = self.clock()
-        usage = None if completion.usage is None else usage_row(completion.usage, now)
+        usage = None if completion.usage is None else usage_row(self._costed(completion.usage, now), now)
         return completion_sql(
             run_id, name, generation, now, dump(completion.result), batch,
             t_sets if batch or t_sets or t_adds else None, t_adds, usage, completion.run_patch,

@@ -25,7 +25,8 @@ class SqlUsageMixin(SqlBase):
 
     def record_usage(self, entry: UsageEntry) -> None:
         """Append to the token-usage ledger."""
-        row = usage_row(entry, self.clock())
+        now = self.clock()
+        row = usage_row(self._costed(entry, now), now)
         self._write(lambda conn: conn.execute(sa.insert(token_usage).values(row)))
 
     def quota_today(self, actor: str) -> int:

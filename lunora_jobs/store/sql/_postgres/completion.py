@@ -44,7 +44,8 @@ _MESSAGE_ARRAYS = (
 _USAGE_CASTS = {
     "actor": "varchar", "model": "varchar", "run_id": "varchar", "step": "varchar",
     "input_tokens": "bigint", "output_tokens": "bigint", "cache_read_tokens": "bigint",
-    "cache_write_tokens": "bigint", "cost_usd": "double precision", "created_at": "bigint",
+    "cache_write_tokens": "bigint", "cost_usd": "double precision", "cost_source": "varchar",
+    "created_at": "bigint",
 }
 
 Shape = tuple[bool, tuple[str, ...], tuple[str, ...], bool, bool, tuple[str, ...], tuple[str, ...]]
