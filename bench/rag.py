@@ -18,10 +18,11 @@ Run::
 
     python bench/rag.py --sizes 10000,100000 --stores memory,qdrant-local,edge,sql-sqlite
     python bench/rag.py --sizes 10000 --stores sql-postgres --pg-url postgresql+psycopg://postgres@127.0.0.1/x
-    python bench/rag.py --sizes 20000 --stores sql-postgres,pgvector --pg-url <a server with pgvector>
+    python bench/rag.py --sizes 10000 --stores sql-postgres,pgvector --pgserver
 
-``pgvector`` (``PgVectorStore``: HNSW) needs a PostgreSQL with the extension; the ``pgserver`` wheel's
-server has it (``tests/integration/rag_stores/pgvector_server.py`` starts one).
+``pgvector`` (``PgVectorStore``: HNSW) needs a PostgreSQL with the extension: ``--pgserver`` starts a
+private one from the ``pgserver`` wheel (PostgreSQL 16 + pgvector, the tests' server) and points both
+PostgreSQL stores at it, so the two are measured on the same server in one run.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -245,10 +247,37 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=200)
     parser.add_argument("--pg-url", default=None)
     parser.add_argument(
+        "--pgserver", action="store_true", help="run a private PostgreSQL + pgvector (pgserver)"
+    )
+    parser.add_argument(
         "--local-disk-max", type=int, default=20_000, help="qdrant-local on disk up to this size"
     )
     parser.add_argument("--json", default=None, help="also write the rows to this file")
     args = parser.parse_args()
+    if args.pgserver:
+        with _private_pgvector() as url:
+            args.pg_url = url
+            _run(args)
+    else:
+        _run(args)
+
+
+@contextmanager
+def _private_pgvector() -> Iterator[str]:
+    tests = Path(__file__).resolve().parents[1] / "tests"
+    sys.path[:0] = [str(tests), str(tests / "integration" / "rag_stores")]
+    import sqlalchemy as sa
+    from pgvector_server import pgvector_server
+
+    with pgvector_server() as admin:
+        engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            conn.execute(sa.text("CREATE DATABASE bench"))
+        engine.dispose()
+        yield admin.rsplit("/", 1)[0] + "/bench"
+
+
+def _run(args: argparse.Namespace) -> None:
     rows: list[dict[str, Any]] = []
     for size in (int(s) for s in args.sizes.split(",")):
         corpus = Corpus(size, args.clusters, args.queries)
