@@ -1,5 +1,9 @@
 """Settings from the environment, each with the embedded default of DESIGN.md.
 
+This is the one place the process environment is read (``tests/unit/structure`` enforces it):
+the app, the workers, beat, the CLI and the model adapters all take their configuration from a
+``Settings``. An empty variable counts as unset.
+
 Example::
 
     from lunora_jobs.config import Settings
@@ -11,7 +15,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, Field
 from pydantic_settings import SettingsConfigDict
@@ -40,7 +43,9 @@ class Settings(RagSettings):
     ``qdrant_url``, ``openai_api_key``, ``openai_base_url`` and ``data_dir`` come from ``RagSettings``.
     """
 
-    model_config = SettingsConfigDict(env_file=None, extra="ignore", populate_by_name=True)
+    model_config = SettingsConfigDict(
+        env_file=None, extra="ignore", populate_by_name=True, env_ignore_empty=True
+    )
 
     app: str | None = Field(default=None, validation_alias=AliasChoices("LUNORA_APP", "app"))
     database_url: str | None = Field(
@@ -49,6 +54,8 @@ class Settings(RagSettings):
     broker_url: str | None = Field(
         default=None, validation_alias=AliasChoices("CELERY_BROKER_URL", "broker_url")
     )
+    """The Celery broker. Unset: steps run in-process and no worker is needed; a worker or beat
+    started without one stops with an error (producers and workers agree: no default broker)."""
     redis_url: str | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_REDIS_URL", "redis_url")
     )
@@ -102,16 +109,43 @@ class Settings(RagSettings):
     heartbeat_interval: float = Field(
         default=10.0, gt=0, validation_alias=AliasChoices("LUNORA_HEARTBEAT_INTERVAL", "heartbeat_interval")
     )
-    step_routes: dict[Literal["turn", "tool", "memory", "resume"], StepRoute] = Field(
+    step_routes: dict[str, StepRoute] = Field(
         default_factory=dict, validation_alias=AliasChoices("LUNORA_STEP_ROUTES", "step_routes")
     )
-    """Step kind -> queue and priority, as JSON (``{"tool": {"queue": "tools", "priority": 0}}``); a kind
-    without a route goes to the default queue (``LUNORA_QUEUE``)."""
+    """Step route -> queue and priority, as JSON (``{"tool": {"queue": "tools", "priority": 0}}``); the
+    route is the step kind's ``route`` (``turn``, ``tool``, ``memory``, ``step``, or a registered kind's);
+    a route without an entry goes to the default queue (``LUNORA_QUEUE``)."""
     allow_offline_model: bool = Field(
         default=False, validation_alias=AliasChoices("LUNORA_ALLOW_OFFLINE_MODEL", "allow_offline_model")
     )
     """Outside the embedded default, let an agent fall back to the offline model when no model key is
     set (workers otherwise refuse to start); every worker then says so loudly at start."""
+    dispatcher: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_DISPATCHER", "dispatcher")
+    )
+    """``module:Class`` of the dispatcher used with a broker (``workers.dispatch:CeleryDispatcher``)."""
+    queue: str = Field(default="lunora", validation_alias=AliasChoices("LUNORA_QUEUE", "queue"))
+    """The queue every ``lunora.*`` task is routed to and a worker consumes by default."""
+    visibility_timeout: int = Field(
+        default=3600, validation_alias=AliasChoices("LUNORA_VISIBILITY_TIMEOUT", "visibility_timeout")
+    )
+    """Seconds before Redis redelivers an unacknowledged message; longer than the longest step."""
+    sweep_interval: float = Field(
+        default=5.0, validation_alias=AliasChoices("LUNORA_SWEEP_INTERVAL", "sweep_interval")
+    )
+    """Seconds between beat's sweep (and due-delayed-runs) ticks."""
+    sweep_grace_ms: int | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_SWEEP_GRACE_MS", "sweep_grace_ms")
+    )
+    """Runs with ledger activity more recent than this are left alone by the sweep (default: 30 s)."""
+    worker_ready_file: Path | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_WORKER_READY_FILE", "worker_ready_file")
+    )
+    """A file the worker writes once it consumes (a readiness probe can watch it)."""
+    example_model: str = Field(
+        default="gpt-4o-mini", validation_alias=AliasChoices("LUNORA_EXAMPLE_MODEL", "example_model")
+    )
+    """The model ``lunora example`` asks an OpenAI-compatible endpoint for."""
 
     def resolved_database_url(self) -> str:
         """The database URL, or the embedded SQLite file under ``data_dir``."""

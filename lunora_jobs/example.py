@@ -14,7 +14,6 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 import uuid
 from typing import Any
@@ -44,7 +43,7 @@ def get_weather(city: str, ctx: ToolContext) -> Any:
 def example_model(settings: Settings) -> tuple[str, str]:
     """``(model option, label)``: OpenAI-compatible when configured, else the offline model."""
     if settings.openai_api_key or settings.openai_base_url:
-        name = os.environ.get("LUNORA_EXAMPLE_MODEL") or "gpt-4o-mini"
+        name = settings.example_model
         where = settings.openai_base_url or "api.openai.com"
         return f"openai:{name}", f"openai:{name} via {where}"
     return "offline", (

@@ -6,7 +6,7 @@ Run one beat replica (``lunora beat``). The sweep re-enqueues runs whose next st
 frequent enough to bound that delay. Delayed runs live in the database (``agent_schedules``), never
 in a broker ETA: an ETA longer than the visibility timeout is redelivered again and again.
 
-Environment: ``LUNORA_SWEEP_INTERVAL`` (seconds, default 5).
+Configuration: ``LUNORA_SWEEP_INTERVAL`` (seconds, default 5), through ``Settings``.
 
 Example::
 
@@ -17,22 +17,20 @@ Example::
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from celery import signals
 from celery.schedules import crontab
 
+from lunora_jobs.config import Settings
+from workers.app_loader import get_app
+
 log = logging.getLogger(__name__)
 
-DEFAULT_SWEEP_INTERVAL_S = 5.0
-
-
 def sweep_interval_s() -> float:
-    """Seconds between sweep ticks (env ``LUNORA_SWEEP_INTERVAL``, default 5)."""
-    raw = os.environ.get("LUNORA_SWEEP_INTERVAL")
-    return float(raw) if raw else DEFAULT_SWEEP_INTERVAL_S
+    """Seconds between sweep ticks (``LUNORA_SWEEP_INTERVAL``, default 5)."""
+    return Settings().sweep_interval
 
 
 MIN_TICK_EXPIRY_S = 5.0
@@ -93,10 +91,8 @@ def cron_entries(declared: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, A
 
 def _add_app_entries(sender: Any = None, **_: Any) -> None:
     """In the beat process only: load the user's app and add the entries it supports."""
-    if not os.environ.get("LUNORA_APP"):
+    if not Settings().app:
         return
-    from workers.tasks import get_app
-
     entries = app_entries(get_app())
     if entries:
         # The scheduler has already read ``beat_schedule`` by now (beat_init fires after setup).

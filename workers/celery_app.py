@@ -4,9 +4,11 @@
 same command (see :func:`main`). Nothing here names a user's agents: the tasks load the user's
 ``Lunora`` app from ``LUNORA_APP`` (``"myproject.agents:app"``), so one worker image runs any project.
 
-Environment:
+Configuration comes from ``lunora_jobs.config.Settings``:
 
-- ``CELERY_BROKER_URL``: the broker (default ``redis://127.0.0.1:6379/0``; ``amqp://`` works too).
+- ``CELERY_BROKER_URL``: the broker (``redis://...``; ``amqp://`` works too). There is no default: a
+  worker or beat started without one stops with an error, exactly as the app side treats an unset
+  broker as "run steps in-process".
 - ``LUNORA_QUEUE``: the queue every ``lunora.*`` task is routed to and the worker consumes by default
   (default ``lunora``) — tests and benchmarks isolate themselves with a private name.
 - ``LUNORA_VISIBILITY_TIMEOUT``: seconds before Redis redelivers an unacknowledged message (default
@@ -24,41 +26,37 @@ Example::
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 
 import workers.heartbeat  # noqa: F401  (connects the worker heartbeat to the worker's signals)
 from lunora_jobs.config import Settings
+from lunora_jobs.errors import ConfigurationError
 from workers import quiet_ticks
+from workers.beat import beat_schedule
+from workers.revocations import PruneRunRevocations
 
 quiet_ticks.install()
 
-DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
-DEFAULT_QUEUE = "lunora"
-DEFAULT_VISIBILITY_TIMEOUT_S = 3600
 SOFT_SHUTDOWN_TIMEOUT_S = 30.0
+NO_BROKER = (
+    "CELERY_BROKER_URL is not set: without a broker Lunora runs steps in-process and needs no worker. "
+    "To run a worker fleet, set CELERY_BROKER_URL (e.g. redis://127.0.0.1:6379/0) on the app and on "
+    "every worker and beat."
+)
 
 
-def broker_url_from_env() -> str:
-    """The broker named by ``CELERY_BROKER_URL``, or the local Redis default."""
-    return os.environ.get("CELERY_BROKER_URL") or DEFAULT_BROKER_URL
+def require_broker_url(settings: Settings | None = None) -> str:
+    """The broker named by ``CELERY_BROKER_URL``; ``ConfigurationError`` when there is none."""
+    url = (settings or Settings()).broker_url
+    if not url:
+        raise ConfigurationError(NO_BROKER)
+    return url
 
 
-def queue_name() -> str:
-    """The queue ``lunora.*`` tasks go to (env ``LUNORA_QUEUE``, default ``lunora``)."""
-    return os.environ.get("LUNORA_QUEUE") or DEFAULT_QUEUE
-
-
-def visibility_timeout_s() -> int:
-    """Seconds before an unacknowledged Redis message is redelivered (env ``LUNORA_VISIBILITY_TIMEOUT``)."""
-    raw = os.environ.get("LUNORA_VISIBILITY_TIMEOUT")
-    return int(raw) if raw else DEFAULT_VISIBILITY_TIMEOUT_S
-
-
-def reliability_config(broker_url: str, queue: str, visibility_timeout: int) -> dict[str, Any]:
+def reliability_config(broker_url: str | None, queue: str, visibility_timeout: int) -> dict[str, Any]:
     """The Celery settings behind "a crashed worker or a lost message never loses a run".
 
     Returned as a plain dict so the benchmark's raw-Celery baseline runs on exactly the same settings.
@@ -95,16 +93,16 @@ def reliability_config(broker_url: str, queue: str, visibility_timeout: int) -> 
 
 
 def make_app(broker_url: str | None = None, queue: str | None = None) -> Celery:
-    """A Celery app with the Lunora reliability config and the ``lunora.*`` tasks registered."""
-    celery_app = Celery("lunora", include=["workers.tasks"])
-    celery_app.conf.update(
-        reliability_config(broker_url or broker_url_from_env(), queue or queue_name(), visibility_timeout_s())
-    )
-    from workers.beat import beat_schedule
-    from workers.revocations import PruneRunRevocations
+    """A Celery app with the Lunora reliability config and the ``lunora.*`` tasks registered.
 
-    celery_app.conf.beat_schedule = beat_schedule()
+    Without a broker (argument or ``CELERY_BROKER_URL``) the app is still built, so the module can
+    be imported anywhere; a worker or beat started on it stops with ``ConfigurationError``.
+    """
     settings = Settings()
+    celery_app = Celery("lunora", include=["workers.tasks"])
+    broker = broker_url or settings.broker_url
+    celery_app.conf.update(reliability_config(broker, queue or settings.queue, settings.visibility_timeout))
+    celery_app.conf.beat_schedule = beat_schedule(settings.sweep_interval)
     # Beat's file goes to the data folder, never the working directory (read-only in the image).
     celery_app.conf.beat_scheduler = "workers.scheduler:LunoraScheduler"
     celery_app.conf.beat_schedule_filename = str(settings.resolved_beat_schedule())
@@ -113,6 +111,18 @@ def make_app(broker_url: str | None = None, queue: str | None = None) -> Celery:
         celery_app.conf.task_queue_max_priority = 9
     celery_app.steps["worker"].add(PruneRunRevocations)
     return celery_app
+
+
+def _require_broker(sender: Any = None, **_: Any) -> None:
+    """A worker or beat with no broker configured would fall back to Celery's own default (a local
+    AMQP server) and wait there for tasks no producer sends: refuse to start instead."""
+    conf = getattr(getattr(sender, "app", None), "conf", None)
+    if conf is not None and not conf.broker_url:
+        raise ConfigurationError(NO_BROKER)
+
+
+signals.worker_init.connect(_require_broker, weak=False)
+signals.beat_init.connect(_require_broker, weak=False)
 
 
 app = make_app()
@@ -126,5 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         main(["worker", "-c", "4", "-l", "INFO"])
     """
-    code = app.start([*(argv or ["worker"])])
+    args = [*(argv or ["worker"])]
+    wants_help = "-h" in args or "--help" in args
+    if args[0] in ("worker", "beat", "flower") and not wants_help and not app.conf.broker_url:
+        raise ConfigurationError(NO_BROKER)
+    code = app.start(args)
     return int(code or 0)

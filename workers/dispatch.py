@@ -26,13 +26,16 @@ from celery import Celery
 
 from lunora_jobs.config import Settings, StepRoute
 from lunora_jobs.engine.dispatch import StepTask
+from workers.celery_app import app as default_app
+from workers.celery_app import make_app, require_broker_url
+from workers.revocations import RUN_STAMP
+
+__all__ = ["OTHER_STEP_TASK", "RUN_STAMP", "TASK_FOR_KIND", "CeleryDispatcher"]
 
 TASK_FOR_KIND: dict[str, str] = {"turn": "lunora.turn", "tool": "lunora.tool"}
-"""Which Celery task runs a step kind; every other kind goes to ``lunora.step``."""
+"""Which Celery task runs a step route; every other route goes to ``lunora.step``."""
 
 OTHER_STEP_TASK = "lunora.step"
-RUN_STAMP = "lunora_run"
-"""The stamped header carrying the run id, so ``revoke(run_id)`` can find a run's queued tasks."""
 
 
 _apps: dict[tuple[str, str], Celery] = {}
@@ -40,9 +43,6 @@ _apps: dict[tuple[str, str], Celery] = {}
 
 def _app_for(broker_url: str, queue: str) -> Celery:
     """The process-wide app when it matches, else one cached app per (broker, queue)."""
-    from workers.celery_app import app as default_app
-    from workers.celery_app import make_app
-
     if broker_url == default_app.conf.broker_url and queue == default_app.conf.task_default_queue:
         return default_app
     key = (broker_url, queue)
@@ -58,6 +58,13 @@ def reuse_redis_client(channel: Any) -> None:
     building one costs ~0.1 ms of Python (its response-callback tables): a third of a step's
     enqueue. The client is stateless over the pool, so one per channel serves every publish; it is
     rebuilt if the channel gets a new pool. Other transports (RabbitMQ) are left alone.
+
+    This replaces the channel's ``conn_or_acquire`` and calls its private ``_create_client``: kombu
+    has no public way to hand its Redis channel a client (nor a transport option for it), and the
+    cost itself is redis-py's, tracked upstream as redis/redis-py#3624 (cache the default response
+    callbacks instead of rebuilding them per client; fix proposed in redis/redis-py#4124). Once a
+    redis-py release caches them, drop this function. Tested with kombu 5.7 — the range pinned in
+    pyproject.toml — and guarded by tests/integration/workers/test_dispatch_client_reuse.py.
     """
     if getattr(channel, "_lunora_reuses_client", False):
         return
@@ -90,16 +97,15 @@ class CeleryDispatcher:
         self, broker_url: str | None = None, queue: str | None = None, *, app: Celery | None = None,
         routes: Mapping[str, StepRoute] | None = None,
     ):
-        from workers.celery_app import broker_url_from_env, queue_name
-
-        # Read the environment now, not at import: a process may build apps for several configs.
-        self.queue: str = queue or (str(app.conf.task_default_queue) if app is not None else queue_name())
+        # Read the settings now, not at import: a process may build apps for several configs.
+        settings = Settings()
+        self.queue: str = queue or (str(app.conf.task_default_queue) if app is not None else settings.queue)
         if app is None:
-            app = _app_for(broker_url or broker_url_from_env(), self.queue)
+            app = _app_for(broker_url or require_broker_url(settings), self.queue)
         self.app: Celery = app
-        configured = Settings().step_routes if routes is None else routes
+        configured = settings.step_routes if routes is None else routes
         self.routes: dict[str, StepRoute] = {str(kind): route for kind, route in configured.items()}
-        """Step kind -> queue and priority (``LUNORA_STEP_ROUTES``); other kinds go to ``queue``."""
+        """Step route -> queue and priority (``LUNORA_STEP_ROUTES``); other routes go to ``queue``."""
 
     def dispatch(self, tasks: Sequence[StepTask]) -> None:
         """Send ``tasks`` through one pooled producer; several go out in one pipelined round trip."""

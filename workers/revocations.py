@@ -14,8 +14,9 @@ from typing import Any
 
 from celery import bootsteps
 
-from workers.dispatch import RUN_STAMP
-
+RUN_STAMP = "lunora_run"
+"""The stamped header carrying the run id (set by ``CeleryDispatcher``), so ``revoke(run_id)`` can
+find a run's queued tasks."""
 MAX_REVOKED_RUNS = 1000
 PRUNE_INTERVAL_S = 30.0
 

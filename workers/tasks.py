@@ -18,15 +18,13 @@ Tasks (all routed to ``LUNORA_QUEUE``):
 from __future__ import annotations
 
 import logging
-import os
-import threading
-from pathlib import Path
 from typing import Any
 
 import redis.exceptions
 import sqlalchemy.exc
-from celery import signals
 
+from lunora_jobs.config import Settings
+from workers.app_loader import get_app
 from workers.celery_app import app as celery
 from workers.preflight import preflight_step
 
@@ -47,93 +45,6 @@ _RETRY: dict[str, Any] = {
     "retry_jitter": True,
     "max_retries": 8,
 }
-
-_app: Any = None
-_app_lock = threading.Lock()
-
-
-def get_app() -> Any:
-    """The ``Lunora`` app of this process, loaded from ``LUNORA_APP`` on first use."""
-    global _app
-    if _app is None:
-        with _app_lock:
-            if _app is None:
-                from lunora_jobs.runtime import load_app
-
-                _app = load_app()
-                _check_visibility_timeout(_app)
-    return _app
-
-
-def _check_visibility_timeout(lunora_app: Any) -> None:
-    """Warn when a step may outlive the broker's visibility timeout (Redis would redeliver it mid-run;
-    the ledger absorbs the duplicate, but the delivery is wasted and the warning names the fix)."""
-    from workers.celery_app import visibility_timeout_s
-
-    limit = visibility_timeout_s()
-    for agent in getattr(lunora_app, "registry", {}).values():
-        timeout = float(getattr(agent, "step_timeout_s", 0))
-        if timeout >= limit:
-            log.warning(
-                "lunora: agent %r has step_timeout_s=%s >= the broker visibility timeout (%ss); set "
-                "LUNORA_VISIBILITY_TIMEOUT above the longest step", agent.name, timeout, limit,
-            )
-
-
-def set_app(lunora_app: Any) -> None:
-    """Use ``lunora_app`` in this process instead of loading ``LUNORA_APP`` (embedding, benchmarks)."""
-    global _app
-    _app = lunora_app
-
-
-def _dispose_inherited_connections(lunora_app: Any) -> None:
-    # A pool created before the fork holds sockets the parent also owns; drop them without closing
-    # (closing would break the parent's connections), as SQLAlchemy's pooling guide prescribes.
-    engine = getattr(getattr(lunora_app, "store", None), "engine", None)
-    dispose = getattr(engine, "dispose", None)
-    if callable(dispose):
-        dispose(close=False)
-
-
-def _load_app_in_child(**_: Any) -> None:
-    """Load the user's app in each pool process as it starts, so the first step does not pay for it."""
-    if _app is not None:
-        _dispose_inherited_connections(_app)
-        return
-    if not os.environ.get("LUNORA_APP"):
-        log.warning("lunora: LUNORA_APP is not set; lunora.* tasks fail until it names your app "
-                    "(e.g. LUNORA_APP=myproject.agents:app)")
-        return
-    try:
-        get_app()
-    except Exception:  # a broken LUNORA_APP is reported on every task too; keep the process alive
-        log.exception("lunora: could not load LUNORA_APP in the worker process")
-
-
-signals.worker_process_init.connect(_load_app_in_child, weak=False)
-
-
-def _ready_file() -> Path | None:
-    path = os.environ.get("LUNORA_WORKER_READY_FILE")
-    return Path(path) if path else None
-
-
-def _mark_ready(**_: Any) -> None:
-    """Write ``LUNORA_WORKER_READY_FILE`` once the worker consumes (a readiness probe can watch it)."""
-    path = _ready_file()
-    if path is not None:
-        path.write_text(str(os.getpid()))
-
-
-def _mark_not_ready(**_: Any) -> None:
-    path = _ready_file()
-    if path is not None:
-        path.unlink(missing_ok=True)
-
-
-signals.worker_ready.connect(_mark_ready, weak=False)
-signals.worker_shutting_down.connect(_mark_not_ready, weak=False)
-
 
 def _turn(run_id: str, step: str) -> None:
     """Run one LLM turn step (``llm:turn:<n>``)."""
@@ -157,8 +68,8 @@ def _sweep(grace_ms: int | None = None) -> int:
     activity more recent than this are left alone — their next task is most likely still queued.
     Returns how many steps were re-dispatched.
     """
-    if grace_ms is None and os.environ.get("LUNORA_SWEEP_GRACE_MS"):
-        grace_ms = int(os.environ["LUNORA_SWEEP_GRACE_MS"])
+    if grace_ms is None:
+        grace_ms = Settings().sweep_grace_ms
     report = get_app().sweep() if grace_ms is None else get_app().sweep(grace_ms=grace_ms)
     dispatched = getattr(report, "dispatched", None)
     # Silent when it found nothing: beat runs this every few seconds.

@@ -4,7 +4,9 @@
 - ``plan``: pure "what runs next" from ledger facts;
 - ``execute``: run one step (lock → claim → work → fenced completion → plan → dispatch);
 - ``turn`` / ``tool`` / ``prompt``: the work of a turn step and of a tool step;
-- ``advance`` / ``ledger``: fan-in, finishing and failing runs from ledger rows;
-- ``start`` / ``approvals`` / ``sweep``: starting and cancelling runs, resolving approvals, recovering stalls;
+- ``advance`` / ``ledger``: fan-in, hibernating, finishing and failing runs from ledger rows;
+- ``start`` / ``admission`` / ``handover`` / ``cancel``: starting runs, ``on_concurrent_run``, handing a
+  thread to the next queued run, cancelling;
+- ``approvals`` / ``sweep``: every approval decision path, recovering stalls;
 - ``locks`` / ``keys`` / ``dispatch`` / ``context``: the run lock, Redis keys, dispatchers, dependencies.
 """

@@ -1,5 +1,10 @@
 """Moving a run forward once a step's result is recorded: plan, dispatch, wait, finish or fail.
 
+``hibernate`` parks a run on approval waits: the run and its thread move to ``awaiting_input`` (a
+compare-and-set from ``running``, so a cancelled run is never revived) and each pending call is
+recorded in ``agent_tool_calls`` as ``awaiting_approval``. Then the step simply returns: nothing is
+queued, no lease is held — the run is only rows until a decision arrives (``approvals.py``).
+
 Every function here is safe to call twice with the same facts (two tools finishing together, a
 replay, the sweep): dispatches are deduped by the ledger claim, and finishing writes the same
 values again.
@@ -12,12 +17,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
-from lunora_jobs.engine.approval_waits import hibernate
-from lunora_jobs.engine.concurrency import OPEN, run_ended
 from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.handover import OPEN, TERMINAL, run_ended
 from lunora_jobs.engine.ledger import CallMode, completed_turns, turn_facts
 from lunora_jobs.engine.plan import Decision, StopReason, plan_turn
-from lunora_jobs.engine.steps import tool_step, turn_step
+from lunora_jobs.engine.runinfo import run_info
+from lunora_jobs.engine.steps import parse_step, tool_step, turn_step
 from lunora_jobs.engine.turn import TurnResult
 from lunora_jobs.loop import StepFinish, StopContext
 from lunora_jobs.models.base import Usage
@@ -25,17 +30,7 @@ from lunora_jobs.store.records import RunRecord, StepRecord
 
 log = logging.getLogger(__name__)
 
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
-
-
-def now_ms(deps: EngineDeps) -> int:
-    """The store's clock (injectable in tests), else the wall clock."""
-    clock = getattr(deps.store, "clock", None)
-    if callable(clock):
-        return int(clock())
-    from lunora_jobs.store import wall_clock
-
-    return wall_clock()
+AWAITING_APPROVAL = "awaiting_approval"
 
 
 def run_result_json(text: str | None, output: Any, usage: Usage, turns: int) -> dict[str, Any]:
@@ -55,7 +50,7 @@ def advance_turn(
         context = StopContext([r.turn for r in completed_turns(steps)], turn)
         return any(condition(context) for condition in agent.stop_when)
 
-    facts = turn_facts(run.id, turn, result, steps, max_turns=agent.max_turns, now=now_ms(deps), mode=mode)
+    facts = turn_facts(run.id, turn, result, steps, max_turns=agent.max_turns, now=deps.now(), mode=mode)
     decision = plan_turn(facts, stop_met)
     settled = decision.finish is not None or any(t.kind == "turn" for t in decision.dispatch)
     if settled and result.turn.tool_calls:
@@ -67,6 +62,21 @@ def advance_turn(
     if decision.finish is not None:
         finish_run(deps, run, agent, decision.finish, result)
     return decision
+
+
+def hibernate(deps: EngineDeps, run: RunRecord, result: TurnResult, waits: Sequence[str]) -> None:
+    """Park the run on ``waits``; idempotent (the sweep and late tools call it again)."""
+    store = deps.store
+    if store.transition_run(run.id, ("running",), status="awaiting_input"):
+        store.patch_thread(run.thread_id, status="awaiting_input")
+        deps.events.publish(run_info(run).thread_key,
+                            {"type": "status", "status": "awaiting_input", "run_id": run.id})
+    calls = {c.id: c for c in result.turn.tool_calls}
+    for step in waits:
+        call = calls.get(parse_step(step).call_id or "")
+        if call is not None and store.get_tool_call(run.id, call.id) is None:
+            store.upsert_tool_call(run.thread_id, run.id, call.id, name=call.name, input=call.arguments,
+                                   status=AWAITING_APPROVAL)
 
 
 def fan_in(

@@ -14,8 +14,8 @@ False). From then on:
 
 from __future__ import annotations
 
-from lunora_jobs.engine.concurrency import OPEN, run_ended
 from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.handover import OPEN, run_ended
 from lunora_jobs.errors import NotFoundError
 
 

@@ -21,6 +21,7 @@ from lunora_jobs.engine.locks import RunLock
 from lunora_jobs.errors import ConfigurationError
 from lunora_jobs.models.base import Model
 from lunora_jobs.models.registry import resolve_model
+from lunora_jobs.store import wall_clock
 from lunora_jobs.store.base import AgentStore
 
 FunctionRunner = Callable[[str, dict[str, Any], "str | None"], Any]
@@ -63,6 +64,11 @@ class EngineDeps:
                 f"No agent named {name!r} is registered in this process; pass it to Lunora(agents=[...]) "
                 "in the app named by LUNORA_APP on every worker."
             ) from None
+
+    def now(self) -> int:
+        """Epoch ms from the store's clock (injectable in tests), else the wall clock."""
+        clock = getattr(self.store, "clock", None)
+        return int(clock()) if callable(clock) else wall_clock()
 
     def lease_ms(self, agent: AgentDefinition) -> int:
         """How long a claim holds a step before another worker may take it over."""

@@ -44,9 +44,9 @@ from typing import Any
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.advance import advance_turn, fail_run, fan_in, notify_step_finish, run_result_json
 from lunora_jobs.engine.cancel import release_if_cancelled
-from lunora_jobs.engine.concurrency import run_ended
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import StepKind, StepTask
+from lunora_jobs.engine.handover import run_ended
 from lunora_jobs.engine.ledger import fan_in_names, find_call, locate_call
 from lunora_jobs.engine.reads import (
     claim_with_history,

@@ -3,7 +3,7 @@
 The run row stores what later steps must not re-evaluate (``runinfo.py``): the thread key and the
 system instructions, resolved here once (an ``instructions`` callable never runs again on replay).
 The user message is keyed ``<run_id>:user:0``, so retrying a start that crashed half-way is harmless.
-Who may own the thread is decided by ``concurrency.admit`` (the ``on_concurrent_run`` policies).
+Who may own the thread is decided by ``admission.admit`` (the ``on_concurrent_run`` policies).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
+from lunora_jobs.engine.admission import admit
 from lunora_jobs.engine.cancel import cancel_run
-from lunora_jobs.engine.concurrency import admit, open_run, promote_next
 from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.handover import open_run, promote_next
 from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.runinfo import RunInfo, run_info
 from lunora_jobs.store.records import NewRun

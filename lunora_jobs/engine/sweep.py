@@ -18,11 +18,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from lunora_jobs.engine.advance import advance_turn, fail_run, now_ms
-from lunora_jobs.engine.approval_waits import wake_decided
-from lunora_jobs.engine.concurrency import promote_stalled
+from lunora_jobs.engine.advance import advance_turn, fail_run
+from lunora_jobs.engine.approvals import wake_decided
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import StepTask
+from lunora_jobs.engine.handover import promote_stalled
 from lunora_jobs.engine.ledger import latest_turn
 from lunora_jobs.engine.locks import SWEEP_LOCK_ID, contended
 from lunora_jobs.engine.plan import plan_start
@@ -95,7 +95,7 @@ def _sweep_pass(deps: EngineDeps, batch: int, grace_ms: int) -> SweepReport:
 
 def _sweep_run(deps: EngineDeps, run: RunRecord, grace_ms: int, report: SweepReport) -> None:
     steps = deps.store.list_steps(run.id)
-    now = now_ms(deps)
+    now = deps.now()
     newest = max([run.updated_at, *(s.updated_at for s in steps)])
     if now - newest < grace_ms:
         return

@@ -16,12 +16,12 @@ Example::
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import openai
 
+from lunora_jobs.config import Settings
 from lunora_jobs.errors import ConfigurationError
 from lunora_jobs.models.base import ModelTurn, ToolChoice, ToolSpec
 from lunora_jobs.models.embedding import Embeddings
@@ -78,8 +78,9 @@ class OpenAIModel:
         return self._async_client
 
     def _client_options(self) -> dict[str, Any]:
-        base_url = self._base_url or os.environ.get("OPENAI_BASE_URL") or None
-        api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
+        settings = Settings()
+        base_url = self._base_url or settings.openai_base_url
+        api_key = self._api_key or settings.openai_api_key
         if not api_key:
             if not base_url:
                 raise ConfigurationError(

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
-from lunora_jobs.engine.approval_waits import send_event
+from lunora_jobs.engine.approvals import send_event
 from lunora_jobs.engine.cancel import cancel_run
+from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.start import RunHandle, start_run
 from lunora_jobs.errors import NotFoundError
 from lunora_jobs.runtime.result import RunResult, run_result
 from lunora_jobs.store.records import RunRecord
-
-if TYPE_CHECKING:
-    from lunora_jobs.runtime.app import Lunora
 
 
 class AgentClient:
@@ -28,8 +26,8 @@ class AgentClient:
         result = app.agents.support.wait(handle.id)   # RunResult
     """
 
-    def __init__(self, app: Lunora, agent: AgentDefinition) -> None:
-        self._app = app
+    def __init__(self, deps: EngineDeps, agent: AgentDefinition) -> None:
+        self._deps = deps
         self.definition = agent
 
     @property
@@ -47,7 +45,7 @@ class AgentClient:
         on the workers. Raises ``ConflictError`` if the thread has a run in flight (see
         ``on_concurrent_run``) or belongs to another owner.
         """
-        return start_run(self._app.deps, self.definition, input=input, thread_key=thread_key, owner=owner,
+        return start_run(self._deps, self.definition, input=input, thread_key=thread_key, owner=owner,
                          title=title, run_id=run_id)
 
     def status(self, run_id: str) -> str:
@@ -73,15 +71,15 @@ class AgentClient:
     def cancel(self, run_id: str) -> bool:
         """Cancel the run (thread → ``cancelled``); False when it had already ended."""
         self._run(run_id)
-        return cancel_run(self._app.deps, run_id)
+        return cancel_run(self._deps, run_id)
 
     def send_event(self, run_id: str, event: dict[str, Any]) -> str:
         """Deliver an event to a hibernated run: ``{"type": "approval", "call_id": ..., "approved": ...}``."""
         self._run(run_id)
-        return send_event(self._app.deps, run_id, event)
+        return send_event(self._deps, run_id, event)
 
     def _run(self, run_id: str) -> RunRecord:
-        run = self._app.store.get_run(run_id)
+        run = self._deps.store.get_run(run_id)
         if run is None or run.agent != self.name:
             raise NotFoundError(f"no run {run_id!r} of agent {self.name!r}")
         return run
@@ -90,8 +88,8 @@ class AgentClient:
 class AgentsNamespace:
     """``app.agents``: attribute (``app.agents.support``) or item (``app.agents["support"]``) access."""
 
-    def __init__(self, app: Lunora, agents: dict[str, AgentDefinition]) -> None:
-        self._clients = {name: AgentClient(app, agent) for name, agent in agents.items()}
+    def __init__(self, deps: EngineDeps, agents: dict[str, AgentDefinition]) -> None:
+        self._clients = {name: AgentClient(deps, agent) for name, agent in agents.items()}
 
     def __getattr__(self, name: str) -> AgentClient:
         clients: dict[str, AgentClient] = self.__dict__.get("_clients", {})

@@ -11,13 +11,12 @@ Example::
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.config import Settings
-from lunora_jobs.engine.approval_waits import send_event
+from lunora_jobs.engine.approvals import send_event
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import Dispatcher, InProcessDispatcher, StepTask
 from lunora_jobs.engine.events import EventBus, LocalEventBus, RedisEventBus
@@ -93,7 +92,7 @@ class Lunora:
             store = create_store(database_url or self.settings.resolved_database_url())
         self.store: AgentStore = store
         self.dispatcher: Dispatcher = dispatcher or (
-            _load_dispatcher(broker_url) if broker_url else InProcessDispatcher()
+            _load_dispatcher(broker_url, self.settings) if broker_url else InProcessDispatcher()
         )
         if isinstance(self.dispatcher, InProcessDispatcher) and not self.dispatcher.bound:
             self.dispatcher.bind(self._run_task)
@@ -110,9 +109,9 @@ class Lunora:
         self.events: EventBus = self.deps.events
         """Live thread updates: ``app.events.subscribe(listener)`` (Redis pub/sub too with ``redis_url``)."""
         self.engine = Engine(self.deps)
-        self.agents = AgentsNamespace(self, registry)
+        self.agents = AgentsNamespace(self.deps, registry)
         self.threads = ThreadsAPI(self.store)
-        self.approvals = ApprovalsAPI(self)
+        self.approvals = ApprovalsAPI(self.deps, self.threads)
 
     def _run_task(self, task: StepTask) -> None:
         self.execute_step(task.run_id, task.step)
@@ -174,15 +173,15 @@ class Lunora:
             close()
 
 
-def _load_dispatcher(broker_url: str) -> Dispatcher:
-    cls = import_path(os.environ.get("LUNORA_DISPATCHER") or DEFAULT_DISPATCHER)
+def _load_dispatcher(broker_url: str, settings: Settings) -> Dispatcher:
+    cls = import_path(settings.dispatcher or DEFAULT_DISPATCHER)
     dispatcher: Dispatcher = cls(broker_url=broker_url)
     return dispatcher
 
 
 def load_app(path: str | None = None) -> Lunora:
     """The app named by ``path`` or env ``LUNORA_APP`` (``"myproject.agents:app"``, like Celery's ``-A``)."""
-    target = path or os.environ.get("LUNORA_APP")
+    target = path or Settings().app
     if not target:
         raise ConfigurationError(
             "LUNORA_APP is not set; point it at your app object, e.g. LUNORA_APP=myproject.agents:app."

@@ -159,7 +159,7 @@ def test_a_step_that_can_outlive_the_visibility_timeout_is_reported(
     from lunora_jobs.agent import define_agent
     from lunora_jobs.models.scripted import ScriptedModel, final_turn
     from lunora_jobs.runtime import Lunora
-    from workers.tasks import _check_visibility_timeout
+    from workers.app_loader import _check_visibility_timeout
 
     monkeypatch.setenv("LUNORA_VISIBILITY_TIMEOUT", "60")
     model = ScriptedModel([final_turn("x")])
@@ -167,7 +167,7 @@ def test_a_step_that_can_outlive_the_visibility_timeout_is_reported(
     slow = define_agent(name="slow", instructions="i", model=model, step_timeout_s=120)
     lunora = Lunora(agents=[quick, slow], database_url=sqlite_url)
 
-    with caplog.at_level("WARNING", logger="workers.tasks"):
+    with caplog.at_level("WARNING", logger="workers.app_loader"):
         _check_visibility_timeout(lunora)
 
     assert len(caplog.records) == 1

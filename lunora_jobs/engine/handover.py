@@ -1,75 +1,26 @@
-"""One run owns a thread at a time: admission under ``on_concurrent_run`` and the durable run queue.
+"""A run ended: announce it and hand its thread to the next queued run (``on_concurrent_run="queue"``).
 
-The owner is the thread's ``active_run_id`` slot, taken with one conditional UPDATE
-(``acquire_thread``), so two processes starting runs on one thread at the same instant yield exactly
-one owner. A run that finds the slot taken is handled by its agent's policy:
-
-- ``"reject"`` (default): ``ConflictError`` at once, nothing written for the loser;
-- ``"replace"``: the in-flight run is cancelled (``cancel.cancel_run``) and the slot taken over;
-- ``"queue"``: the run is stored with status ``queued`` and appended to ``agent_run_queue``; when the
-  owner ends (``run_ended``), ``promote_next`` hands the slot to the oldest queued run. The queue is
-  in the database, so it survives a restart; the sweep promotes from threads left free with a
-  non-empty queue (a crash between a run's end and the promotion).
-
-A slot pointing at a run that has ended (a crash between its last writes) is freed on the way. A slot
-pointing at a run row that does not exist yet belongs to a start in progress — unless the thread has
-not moved for ``STALE_SLOT_MS`` (that start crashed before creating its run).
+The queue is in the database (``agent_run_queue``), so it survives a restart: ``run_ended`` promotes
+at once, and the sweep promotes from threads left free with a non-empty queue (a crash between a
+run's end and the promotion) through ``promote_stalled``. A slot pointing at a run row that does not
+exist yet belongs to a start in progress — unless the thread has not moved for ``STALE_SLOT_MS``
+(that start crashed before creating its run).
 """
 
 from __future__ import annotations
 
 import json
 
-from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.runinfo import run_info
 from lunora_jobs.engine.steps import message_key, user_position
-from lunora_jobs.errors import ConflictError
-from lunora_jobs.store import wall_clock
-from lunora_jobs.store.records import NewMessage, RunRecord, ThreadRecord
+from lunora_jobs.store.records import NewMessage, RunRecord
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 OPEN = ("queued", "running", "awaiting_input")
 STALE_SLOT_MS = 60_000
 ADMIT_ROUNDS = 4
-
-
-def admit(deps: EngineDeps, agent: AgentDefinition, thread: ThreadRecord, run_id: str) -> bool:
-    """Take the thread for ``run_id`` (True), or say it must queue (False, policy ``"queue"``).
-
-    Raises ``ConflictError`` under ``"reject"`` when another run is in flight. Re-admitting the run
-    that already owns the thread succeeds (a replay is never a concurrent run).
-    """
-    store = deps.store
-    policy = agent.on_concurrent_run
-    if policy == "queue" and store.queued_runs(thread.id, limit=1):
-        return False  # others arrived first and wait: join the end of the line
-    for _ in range(ADMIT_ROUNDS):
-        if store.acquire_thread(thread.id, run_id):
-            return True
-        current = store.get_thread_by_id(thread.id)
-        holder = None if current is None else current.active_run_id
-        if current is None or holder is None:
-            continue  # freed meanwhile: try again
-        run = store.get_run(holder)
-        if run is None and now_ms(deps) - current.updated_at < STALE_SLOT_MS:
-            pass  # a start in progress: its run row is being written
-        elif run is None or run.status in TERMINAL:
-            store.release_thread(thread.id, holder)  # an owner that died without letting go
-            continue
-        if policy == "queue":
-            return False
-        if policy == "replace" and run is not None:
-            from lunora_jobs.engine.cancel import cancel_run
-
-            cancel_run(deps, run.id, promote=False)
-            continue
-        raise ConflictError(
-            f"thread {thread.key!r} already has run {holder!r} in flight; wait for it, cancel it, or "
-            "declare the agent with on_concurrent_run='replace' or 'queue'."
-        )
-    raise ConflictError(f"thread {thread.key!r} kept being taken by other runs; retry the request.")
 
 
 def open_run(deps: EngineDeps, run: RunRecord) -> None:
@@ -140,13 +91,7 @@ def promote_stalled(deps: EngineDeps, thread_id: str) -> str | None:
     holder = thread.active_run_id
     if holder is not None:
         run = store.get_run(holder)
-        stale = run is None and now_ms(deps) - thread.updated_at >= STALE_SLOT_MS
+        stale = run is None and deps.now() - thread.updated_at >= STALE_SLOT_MS
         if stale or (run is not None and run.status in TERMINAL):
             store.release_thread(thread_id, holder)
     return promote_next(deps, thread_id)
-
-
-def now_ms(deps: EngineDeps) -> int:
-    """The store's clock (injectable in tests), else the wall clock."""
-    clock = getattr(deps.store, "clock", None)
-    return int(clock()) if callable(clock) else wall_clock()
