@@ -1,12 +1,39 @@
 """The durable loop. It never imports Celery: steps are enqueued through a ``Dispatcher``.
 
+A step's trip (``pipeline/``): claim → work → complete → plan → dispatch, each stage a module it
+passes through once, with the pure ``plan.py`` at the centre. What differs between a turn, a tool
+call, an approval and a memory step is the step's kind (``kinds/``: one module per kind, one
+registration each). Observers hook in around every step and run end (``hooks.py``).
+
 - ``steps``: step names (``llm:turn:<n>``, ``tool:<name>:<call_id>``, ``approval:<call_id>``), message keys;
-- ``plan``: pure "what runs next" from ledger facts;
-- ``execute``: run one step (lock → claim → work → fenced completion → plan → dispatch);
-- ``turn`` / ``tool`` / ``prompt``: the work of a turn step and of a tool step;
-- ``advance`` / ``ledger``: fan-in, hibernating, finishing and failing runs from ledger rows;
+- ``plan``: pure "what runs next" from ledger facts; ``memo``: what the ledger keeps for a turn;
+- ``pipeline``: ``Engine.execute`` and its stages; ``kinds``: turn, tool, approval, memory;
+- ``fused``: the store's several-operations-in-one-round-trip calls, where it has them;
 - ``start`` / ``admission`` / ``handover`` / ``cancel``: starting runs, ``on_concurrent_run``, handing a
   thread to the next queued run, cancelling;
-- ``approvals`` / ``sweep``: every approval decision path, recovering stalls;
-- ``locks`` / ``keys`` / ``dispatch`` / ``context``: the run lock, Redis keys, dispatchers, dependencies.
+- ``approvals`` / ``sweep``: delivering decisions to waits, recovering stalls;
+- ``locks`` / ``keys`` / ``dispatch`` / ``events`` / ``context``: the run lock, Redis keys,
+  dispatchers, live updates, dependencies.
 """
+
+from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.dispatch import Dispatcher, InProcessDispatcher, StepTask
+from lunora_jobs.engine.hooks import HookSet, StepHooks, StepInfo
+from lunora_jobs.engine.kinds import StepKind, StepState, Work, register_step_kind
+from lunora_jobs.engine.pipeline import Engine, StepOutcome
+
+__all__ = [
+    "Dispatcher",
+    "Engine",
+    "EngineDeps",
+    "HookSet",
+    "InProcessDispatcher",
+    "StepHooks",
+    "StepInfo",
+    "StepKind",
+    "StepOutcome",
+    "StepState",
+    "StepTask",
+    "Work",
+    "register_step_kind",
+]

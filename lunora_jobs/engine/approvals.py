@@ -1,18 +1,18 @@
-"""Human-in-the-loop approvals (blocking mode), all in one place: decisions in, runs moved on.
+"""Human-in-the-loop approvals (blocking mode): decisions in, runs moved on.
 
-A turn whose tool call needs approval leaves the run ``awaiting_input`` (``advance.hibernate``): no
-task, no lease, just the fact in the turn's memo and the call recorded as ``awaiting_approval``.
+A turn whose tool call needs approval parks the run on ``approval:<call_id>`` (the approval kind,
+``kinds/approval.py``: no task, no lease, the call recorded as ``awaiting_approval``). This module is
+how decisions get to it:
 
 - ``send_event(deps, run_id, {"type": "approval", ...})`` records the decision once on the call's
   row (a conditional write: the first decision wins, a different second one is a ``ConflictError``,
-  the same one a no-op) and applies it with ``resolve_approval``;
-- ``resolve_approval`` writes the ``approval:<call_id>`` ledger row (claim + complete, so two deciders
-  race on the unique row and one wins). On approve the tool step is dispatched exactly as normal; on
-  reject the tool step is completed with a tool message explaining the rejection, so the next turn
-  recovers. Then the run is re-planned from the ledger;
+  the same one a no-op), then delivers it with the wait step through the pipeline
+  (``Engine.execute(run_id, "approval:<call_id>", event=...)``): the decision is the step's memo,
+  and the planner resumes the run — the tool step is dispatched as normal, and a rejected call's
+  tool step answers with the rejection instead of running, so the next turn recovers;
 - ``pending_approvals`` lists what a run waits on;
 - ``wake_decided`` is the sweep's repair: a process that died between recording a decision and
-  applying it, or while hibernating or resuming, is finished from the recorded facts.
+  applying it, or while parking or resuming, is finished from the recorded facts.
 """
 
 from __future__ import annotations
@@ -21,19 +21,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from lunora_jobs.engine.advance import AWAITING_APPROVAL, advance_turn
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.handover import OPEN
-from lunora_jobs.engine.ledger import latest_turn, locate_call
-from lunora_jobs.engine.steps import approval_step, tool_step, turn_step
-from lunora_jobs.engine.tool import LocatedCall, tool_result_completion
-from lunora_jobs.engine.turn import TurnResult
+from lunora_jobs.engine.kinds.approval import AWAITING_APPROVAL, latest_turn_memo
+from lunora_jobs.engine.memo import TurnResult, latest_turn
+from lunora_jobs.engine.pipeline import Engine, replan
+from lunora_jobs.engine.steps import approval_step
 from lunora_jobs.errors import ConflictError, NotFoundError
-from lunora_jobs.store.records import RunRecord, StepCompletion, ToolCallRecord
+from lunora_jobs.store.records import RunRecord, ToolCallRecord
 
 log = logging.getLogger(__name__)
-
-DECIDER_LEASE_MS = 30_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +45,7 @@ class PendingApproval:
 
 def pending_approvals(deps: EngineDeps, run: RunRecord) -> list[PendingApproval]:
     """The calls of the run's latest turn still waiting for a decision, in call order."""
-    located = _latest_turn(deps, run)
+    located = latest_turn_memo(deps, run)
     if located is None:
         return []
     _, result = located
@@ -58,79 +55,6 @@ def pending_approvals(deps: EngineDeps, run: RunRecord) -> list[PendingApproval]
         for c in result.turn.tool_calls
         if c.id in result.approvals and approval_step(c.id) not in decided
     ]
-
-
-def resolve_approval(
-    deps: EngineDeps, run: RunRecord, tool_call_id: str, *, approve: bool, reason: str | None = None,
-    decided_by: str | None = None,
-) -> str:
-    """Record the decision and move the run on. Returns ``"applied"`` or ``"unchanged"`` (the same
-    decision was already recorded); a contradicting second decision raises ``ConflictError``."""
-    latest = _latest_turn(deps, run)
-    call = None if latest is None else locate_call(latest[0], latest[1], tool_call_id)
-    if latest is None or call is None or tool_call_id not in latest[1].approvals:
-        raise NotFoundError(f"no pending approval {tool_call_id!r} on run {run.id!r}")
-    store = deps.store
-    name = approval_step(tool_call_id)
-    claim = store.claim_step(run.id, name, owner=f"decider:{deps.worker_id}", lease_ms=DECIDER_LEASE_MS)
-    if claim.outcome == "completed":
-        earlier = bool((claim.step.result or {}).get("approved"))
-        if earlier != approve:
-            raise ConflictError(
-                f"tool call {tool_call_id!r} was already {'approved' if earlier else 'rejected'}; "
-                "a decision cannot be changed."
-            )
-        return "unchanged"
-    if claim.outcome != "claimed":
-        raise ConflictError(f"tool call {tool_call_id!r} is being decided by someone else; retry shortly.")
-    if not approve:
-        # The rejection message lands before the decision: once a decision row exists, a tool task
-        # may claim the step, and for a rejected call it must find it already answered.
-        _reject(deps, run, call, reason)
-    decision = {"approved": approve, "reason": reason, "decided_by": decided_by}
-    if not store.complete_step(run.id, name, claim.step.generation, StepCompletion(result=decision)):
-        raise ConflictError(f"the decision on {tool_call_id!r} lost a race; read the thread and retry.")
-    _resume(deps, run, latest[0], latest[1])
-    return "applied"
-
-
-def _reject(deps: EngineDeps, run: RunRecord, call: LocatedCall, reason: str | None) -> None:
-    text = f"The tool call '{call.call.name}' was rejected by a human reviewer"
-    text += f": {reason}" if reason else "."
-    step = tool_step(call.call.name, call.call.id)
-    claim = deps.store.claim_step(run.id, step, owner=f"decider:{deps.worker_id}", lease_ms=DECIDER_LEASE_MS)
-    if claim.outcome == "claimed":
-        deps.store.complete_step(
-            run.id, step, claim.step.generation, tool_result_completion(run, call, text, is_error=True)
-        )
-
-
-def _resume(deps: EngineDeps, run: RunRecord, turn: int, result: TurnResult) -> None:
-    current = deps.store.get_run(run.id) or run
-    # Compare-and-set: a run cancelled meanwhile is never revived.
-    if deps.store.transition_run(run.id, ("awaiting_input",), status="running"):
-        deps.store.patch_thread(run.thread_id, status="running")
-    current = deps.store.get_run(run.id) or current
-    agent = deps.agent(current.agent)
-    advance_turn(deps, current, agent, turn, result, deps.store.list_steps(run.id), mode="recover")
-
-
-def _latest_turn(deps: EngineDeps, run: RunRecord) -> tuple[int, TurnResult] | None:
-    if run.turns <= 0:
-        return None
-    memo = deps.store.get_step(run.id, turn_step(run.turns - 1))
-    if memo is None or memo.status != "completed":
-        return None
-    return run.turns - 1, TurnResult.from_json(memo.result)
-
-
-def recorded_decision(deps: EngineDeps, run_id: str, call_id: str) -> ToolCallRecord | None:
-    """The call's row when a decision is recorded on it but not yet applied to the ledger."""
-    record = deps.store.get_tool_call(run_id, call_id)
-    if record is None or record.decision is None:
-        return None
-    step = deps.store.get_step(run_id, approval_step(call_id))
-    return record if step is None or step.status != "completed" else None
 
 
 def send_event(deps: EngineDeps, run_id: str, event: dict[str, Any]) -> str:
@@ -153,9 +77,7 @@ def send_event(deps: EngineDeps, run_id: str, event: dict[str, Any]) -> str:
     if run is None:
         raise NotFoundError(f"no run {run_id!r}")
     call_id: str = event["call_id"]
-    approve = bool(event.get("approved"))
-    decision = "approved" if approve else "rejected"
-    by = event.get("by")
+    decision = "approved" if event.get("approved") else "rejected"
     record = store.get_tool_call(run_id, call_id)
     if run.status not in OPEN:
         if record is not None and record.decision == decision:
@@ -164,29 +86,49 @@ def send_event(deps: EngineDeps, run_id: str, event: dict[str, Any]) -> str:
             raise ConflictError(f"tool call {call_id!r} was already {record.decision}; "
                                 "a decision cannot be changed.")
         raise ConflictError(f"run {run_id!r} is {run.status}; it no longer waits for a decision.")
-    if record is None:  # never hibernated on this call (or not yet): nothing waits for it
+    if record is None:  # never parked on this call (or not yet): nothing waits for it
         raise NotFoundError(f"no pending approval {call_id!r} on run {run_id!r}")
-    record = store.decide_tool_call(run_id, call_id, decision=decision, decided_by=by)
+    record = store.decide_tool_call(run_id, call_id, decision=decision, decided_by=event.get("by"))
     if record.decision != decision:
         who = f" by {record.decided_by!r}" if record.decided_by else ""
         raise ConflictError(
             f"tool call {call_id!r} was already {record.decision}{who}; a decision cannot be changed."
         )
+    applied = _apply(deps, run_id, record, event.get("reason"))
+    # Otherwise the agreed decision was applied already, or is being applied by another process now.
+    return "applied" if applied == "completed" else "unchanged"
+
+
+def _apply(deps: EngineDeps, run_id: str, record: ToolCallRecord, reason: str | None) -> str:
+    """Run the decision recorded on ``record`` through its wait step; the step's outcome status
+    (``conflict`` when the ledger holds another decision)."""
+    event = {"approved": record.decision == "approved", "reason": reason, "by": record.decided_by}
     try:
-        return resolve_approval(deps, run, call_id, approve=approve, reason=event.get("reason"),
-                                decided_by=record.decided_by)
+        outcome = Engine(deps).execute(run_id, approval_step(record.id), event=event)
     except ConflictError:
-        return "unchanged"  # the agreed decision is being applied by another process right now
+        return "conflict"
+    if outcome.status in ("skipped", "missing"):
+        raise NotFoundError(f"no pending approval {record.id!r} on run {run_id!r}")
+    return outcome.status
+
+
+def recorded_decision(deps: EngineDeps, run_id: str, call_id: str) -> ToolCallRecord | None:
+    """The call's row when a decision is recorded on it but not yet applied to the ledger."""
+    record = deps.store.get_tool_call(run_id, call_id)
+    if record is None or record.decision is None:
+        return None
+    step = deps.store.get_step(run_id, approval_step(call_id))
+    return record if step is None or step.status != "completed" else None
 
 
 def wake_decided(deps: EngineDeps, run: RunRecord, grace_ms: int) -> bool:
-    """The sweep's repair of a hibernated run (quiet for ``grace_ms``). True if it moved it.
+    """The sweep's repair of a parked run (quiet for ``grace_ms``). True if it moved it.
 
     - a decision recorded on a call but missing from the ledger (its resolver died in between) is
       applied now;
-    - a run that reads ``awaiting_input`` with no call left awaiting approval died while
-      hibernating (before recording its calls) or while resuming (after the ledger got the
-      decision): it is re-planned, which records what waits or dispatches what was decided.
+    - a run that reads ``awaiting_input`` with no call left awaiting approval died while parking
+      (before recording its calls) or while resuming (after the ledger got the decision): it is
+      re-planned, which records what waits or dispatches what was decided.
     """
     woke = False
     cutoff = deps.now() - grace_ms
@@ -194,14 +136,18 @@ def wake_decided(deps: EngineDeps, run: RunRecord, grace_ms: int) -> bool:
     for call in calls:
         if call.decided_at is None or call.decided_at > cutoff:
             continue
-        if recorded_decision(deps, run.id, call.id) is None:
+        record = recorded_decision(deps, run.id, call.id)
+        if record is None:
             continue
         try:
-            resolve_approval(deps, run, call.id, approve=call.decision == "approved",
-                             decided_by=call.decided_by)
-            woke = True
-        except (ConflictError, NotFoundError) as exc:
+            applied = _apply(deps, run.id, record, None)
+        except NotFoundError as exc:
             log.warning("lunora: could not apply the decision on %s of run %s: %s", call.id, run.id, exc)
+            continue
+        if applied in ("completed", "replayed"):
+            woke = True
+        else:
+            log.warning("lunora: could not apply the decision on %s of run %s: %s", call.id, run.id, applied)
     if not woke and run.updated_at <= cutoff and all(c.status != AWAITING_APPROVAL for c in calls):
         woke = _replan(deps, run)
     return woke
@@ -213,10 +159,7 @@ def _replan(deps: EngineDeps, run: RunRecord) -> bool:
     agent = deps.agents.get(run.agent)
     if latest is None or latest[1].status != "completed" or agent is None:
         return False
-    # Wake first: if a wait remains, advance_turn hibernates the run again (and records the call).
-    if deps.store.transition_run(run.id, ("awaiting_input",), status="running"):
-        deps.store.patch_thread(run.thread_id, status="running")
+    # Wake first: if a wait remains, the plan parks the run again (and records the call).
     number, row = latest
-    current = deps.store.get_run(run.id) or run
-    advance_turn(deps, current, agent, number, TurnResult.from_json(row.result), steps, mode="recover")
+    replan(deps, run, agent, number, TurnResult.from_json(row.result), steps, "recover", resume=True)
     return True

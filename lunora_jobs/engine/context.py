@@ -17,6 +17,7 @@ from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.config import Settings
 from lunora_jobs.engine.dispatch import Dispatcher
 from lunora_jobs.engine.events import EventBus, LocalEventBus
+from lunora_jobs.engine.hooks import HookSet
 from lunora_jobs.engine.locks import RunLock
 from lunora_jobs.errors import ConfigurationError
 from lunora_jobs.models.base import Model
@@ -53,6 +54,8 @@ class EngineDeps:
     lease_margin_s: float = 30.0
     events: EventBus = field(default_factory=LocalEventBus)
     """Where live thread updates go (state changes, run status): see ``events.py``."""
+    hooks: HookSet = field(default_factory=HookSet)
+    """Observers called around every step and at every run's end: see ``hooks.py``."""
     _models: dict[str, Model] = field(default_factory=dict, repr=False)
 
     def agent(self, name: str) -> AgentDefinition:

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-StepKind = Literal["turn", "tool", "memory", "resume"]
+TaskRoute = str
+"""Which task runs a step: ``turn`` and ``tool`` have Celery tasks of their own, every other route
+(``memory``, ``step``, ...) goes to the generic one. Each step kind names its route."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +24,7 @@ class StepTask:
 
     run_id: str
     step: str
-    kind: StepKind = "turn"
+    kind: TaskRoute = "turn"
 
     @property
     def task_id(self) -> str:
@@ -55,12 +57,13 @@ class InProcessDispatcher:
         dispatcher = InProcessDispatcher(lambda task: engine.execute(task.run_id, task.step))
     """
 
-    def __init__(self, runner: Callable[[StepTask], None] | None = None) -> None:
+    def __init__(self, runner: Callable[[StepTask], None] | None = None, *, history: int = 1000) -> None:
         self._runner = runner
         self._queue: deque[StepTask] = deque()
         self._draining = False
-        self.dispatched: list[StepTask] = []
-        """Every task ever dispatched, in order (the harness exposes it)."""
+        self.dispatched: deque[StepTask] = deque(maxlen=history)
+        """The last ``history`` tasks dispatched, in order (the harness exposes them); older ones
+        are forgotten, so a long-lived embedded app does not grow with every step it ever ran."""
 
     def bind(self, runner: Callable[[StepTask], None]) -> None:
         """Set the function that runs one step (the app binds itself after construction)."""

@@ -73,8 +73,11 @@ def promote_next(deps: EngineDeps, thread_id: str) -> str | None:
 
 
 def run_ended(deps: EngineDeps, run: RunRecord, status: str) -> None:
-    """After a run's end was recorded (and its thread freed): announce it, start the next queued run."""
+    """After a run's end was recorded (and its thread freed): announce it, tell the hooks, start the
+    next queued run."""
     deps.events.publish(run_info(run).thread_key, {"type": "status", "status": status, "run_id": run.id})
+    if deps.hooks:
+        deps.hooks.run_finished(run, status)
     # Only agents declared with "queue" ever queue runs: an app without one skips the read (the
     # sweep still promotes on any thread, whichever app queued there).
     if any(agent.on_concurrent_run == "queue" for agent in deps.agents.values()):

@@ -1,10 +1,13 @@
-"""What runs next — a pure function of ledger facts.
+"""What runs next — a pure function of ledger facts: the centre of the step pipeline.
 
-``plan_turn`` takes what the ledger says about the latest turn (its tool calls and the state of each
-call's step) and answers with a ``Decision``: steps to dispatch, approval waits, or how the run
-stops. It reads nothing and writes nothing, so the turn step, the last finishing tool step and the
-sweep all reach the same answer from the same facts — which is why a duplicate decision (two tools
-finishing together, a sweep racing a worker) only ever duplicates a dispatch the ledger dedupes.
+Every step's trip passes here (``pipeline``: claim → work → complete → **plan** → dispatch; the plan
+stage, ``pipeline/planning.py``, reads the facts out of the ledger rows and asks this module).
+``plan_turn`` takes what the ledger says about a turn (its tool calls and the state of each call's
+step) and answers with a ``Decision``: steps to dispatch, approval waits, how the run stops or why
+it fails. It imports nothing that does I/O and reads and writes nothing, so the turn step, the last
+finishing tool step, an approval and the sweep all reach the same answer from the same facts —
+which is why a duplicate decision (two tools finishing together, a sweep racing a worker) only ever
+duplicates a dispatch the ledger dedupes.
 
 Example::
 
@@ -26,6 +29,11 @@ StopReason = Literal["final", "maxTurns", "stopCondition", "cancelled"]
 CallState = Literal["todo", "inflight", "done"]
 """``todo``: nobody is on it (no ledger row the caller trusts, or an expired lease) — dispatch it.
 ``inflight``: queued or under a live lease — leave it. ``done``: its tool message is persisted."""
+CallMode = Literal["fan_in", "recover"]
+"""How to read a tool call that has no ledger row yet: the turn step that just dispatched it and the
+last finishing tool treat it as ``inflight`` (its task is queued), while a recovery (a replayed turn,
+the sweep, an approval) treats it as ``todo`` (its message may be lost) — a duplicate dispatch costs
+one claim that answers ``busy`` or ``completed``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,18 +61,22 @@ class TurnFacts:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What to do next. At most one of ``finish`` / (``dispatch`` or ``waits``) is meaningful:
-    a finishing decision dispatches nothing."""
+    """What to do next. At most one of ``finish`` / ``fail`` / (``dispatch`` or ``waits``) is
+    meaningful: a finishing decision dispatches nothing."""
 
     dispatch: tuple[StepTask, ...] = ()
     waits: tuple[str, ...] = ()
-    """Approval step names the run now hibernates on (no task, no lease)."""
+    """Wait step names the run now hibernates on (no task, no lease)."""
     finish: StopReason | None = None
+    fail: str | None = None
+    """The run fails with this error (a step refused for good, or out of attempts)."""
+    settled: bool = False
+    """The turn planned from is over (its calls are all answered): ``on_step_finish`` reports it."""
 
     @property
     def idle(self) -> bool:
         """True when nothing is to be done by this caller (other steps are still in flight)."""
-        return not self.dispatch and not self.waits and self.finish is None
+        return not self.dispatch and not self.waits and self.finish is None and self.fail is None
 
 
 def plan_turn(facts: TurnFacts, stop_met: Callable[[], bool]) -> Decision:

@@ -1,4 +1,4 @@
-"""What the engine keeps in ``agent_runs.input`` besides the user's input.
+"""What the engine keeps in ``agent_runs.input`` besides the user's input, and in ``agent_runs.result``.
 
 The run row is read by every step anyway, so the values a step needs and that must not be
 re-evaluated on replay live there: the thread key (for ``ToolContext``) and the system instructions
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lunora_jobs.models.base import Usage
 from lunora_jobs.store.records import RunRecord
 
 
@@ -37,3 +38,8 @@ def run_info(run: RunRecord) -> RunInfo:
         key = str(data["thread_key"])
         return RunInfo(data.get("input"), key, data.get("instructions"), data.get("title"))
     return RunInfo(data, run.thread_id, None)
+
+
+def run_result_json(text: str | None, output: Any, usage: Usage, turns: int) -> dict[str, Any]:
+    """What ``agent_runs.result`` holds for a finished run."""
+    return {"text": text, "output": output, "usage": usage.to_json(), "turns": turns}

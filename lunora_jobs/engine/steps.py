@@ -18,7 +18,7 @@ Example::
     >>> turn_step(2)
     'llm:turn:2'
     >>> parse_step("tool:get_weather:call_1")
-    StepName(kind='tool', turn=None, tool_name='get_weather', call_id='call_1')
+    StepName(kind='tool', turn=None, tool_name='get_weather', call_id='call_1', rest=None)
     >>> message_key("run-1", "tool", tool_position(0, 1))
     'run-1:tool:0.1'
 """
@@ -26,9 +26,6 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
-
-StepKindName = Literal["turn", "tool", "approval", "memory"]
 
 TURN_PREFIX = "llm:turn:"
 TOOL_PREFIX = "tool:"
@@ -40,10 +37,13 @@ MEMORY_PREFIX = "memory:"
 class StepName:
     """A parsed step name."""
 
-    kind: StepKindName
+    kind: str
+    """The step kind (``turn``, ``tool``, ``approval``, ``memory`` or a registered one)."""
     turn: int | None = None
     tool_name: str | None = None
     call_id: str | None = None
+    rest: str | None = None
+    """What follows the prefix, for kinds whose names are not structured further."""
 
 
 def turn_step(number: int) -> str:
@@ -77,7 +77,7 @@ def parse_step(name: str) -> StepName:
     elif name.startswith(APPROVAL_PREFIX) and len(name) > len(APPROVAL_PREFIX):
         return StepName("approval", call_id=name[len(APPROVAL_PREFIX) :])
     elif name.startswith(MEMORY_PREFIX):
-        return StepName("memory")
+        return StepName("memory", rest=name[len(MEMORY_PREFIX) :])
     raise ValueError(f"not a step name the engine makes: {name!r}")
 
 

@@ -18,16 +18,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from lunora_jobs.engine.advance import advance_turn, fail_run
 from lunora_jobs.engine.approvals import wake_decided
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import StepTask
 from lunora_jobs.engine.handover import promote_stalled
-from lunora_jobs.engine.ledger import latest_turn
 from lunora_jobs.engine.locks import SWEEP_LOCK_ID, contended
+from lunora_jobs.engine.memo import TurnResult, latest_turn
+from lunora_jobs.engine.pipeline import replan
+from lunora_jobs.engine.pipeline.dispatch import fail_run
 from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.steps import turn_step
-from lunora_jobs.engine.turn import TurnResult
 from lunora_jobs.store.records import RunRecord
 
 SWEEP_LOCK_MIN_TTL_MS = 5_000
@@ -114,9 +114,7 @@ def _sweep_run(deps: EngineDeps, run: RunRecord, grace_ms: int, report: SweepRep
         if row.status != "completed":
             tasks = () if row.lease_expires_at > now else (StepTask(run.id, turn_step(number), "turn"),)
         else:
-            decision = advance_turn(
-                deps, run, agent, number, TurnResult.from_json(row.result), steps, mode="recover"
-            )
+            decision = replan(deps, run, agent, number, TurnResult.from_json(row.result), steps, "recover")
             report.dispatched.extend(decision.dispatch)
             if decision.finish is not None:
                 report.finished.append(run.id)

@@ -20,9 +20,10 @@ from lunora_jobs.engine.approvals import send_event
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import Dispatcher, InProcessDispatcher, StepTask
 from lunora_jobs.engine.events import EventBus, LocalEventBus, RedisEventBus
-from lunora_jobs.engine.execute import Engine, StepOutcome
+from lunora_jobs.engine.hooks import HookSet
 from lunora_jobs.engine.keys import DEFAULT_PREFIX
 from lunora_jobs.engine.locks import LocalLock, RedisLock, RunLock
+from lunora_jobs.engine.pipeline import Engine, StepOutcome
 from lunora_jobs.engine.sweep import SweepReport, sweep
 from lunora_jobs.errors import ConfigurationError
 from lunora_jobs.models.base import Model
@@ -108,6 +109,8 @@ class Lunora:
         )
         self.events: EventBus = self.deps.events
         """Live thread updates: ``app.events.subscribe(listener)`` (Redis pub/sub too with ``redis_url``)."""
+        self.hooks: HookSet = self.deps.hooks
+        """Observers around every step and run end: ``app.hooks.add(StepHooks subclass)``."""
         self.engine = Engine(self.deps)
         self.agents = AgentsNamespace(self.deps, registry)
         self.threads = ThreadsAPI(self.store)

@@ -91,7 +91,7 @@ def test_agent_names_must_be_unique_and_unknown_agents_are_named() -> None:
 def test_lunora_jobs_never_imports_celery() -> None:
     code = (
         "import sys, lunora_jobs, lunora_jobs.runtime, lunora_jobs.testing, lunora_jobs.example, "
-        "lunora_jobs.engine.execute, lunora_jobs.engine.sweep\n"
+        "lunora_jobs.engine.pipeline, lunora_jobs.engine.sweep\n"
         "assert 'celery' not in sys.modules and 'kombu' not in sys.modules, sorted(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

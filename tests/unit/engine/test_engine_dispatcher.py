@@ -65,3 +65,11 @@ def _stack() -> list[object]:
     import inspect
 
     return inspect.stack(0)
+
+
+def test_the_record_of_dispatched_tasks_stays_bounded() -> None:
+    dispatcher = InProcessDispatcher(lambda task: None, history=50)
+    for n in range(500):
+        dispatcher.dispatch([StepTask("r", f"llm:turn:{n}")])
+    assert len(dispatcher.dispatched) == 50
+    assert [t.step for t in dispatcher.dispatched][-1] == "llm:turn:499"  # the newest are kept

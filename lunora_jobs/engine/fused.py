@@ -1,4 +1,6 @@
-"""The reads of a step, fused with its claim or completion where the store can (fewer round trips).
+"""The store's fused calls — a step's reads riding in its claim's or completion's round trip — where
+the store has them, the plain calls where it does not. The step kinds call these in the claim stage,
+the complete stage calls ``complete_and_read_ledger``.
 
 - Before the claim, a tool step needs the run and the memo of the turn that made its call (the
   run's latest turn): ``SqlStore.get_run_with_latest_turn`` returns both in one query.
@@ -31,7 +33,7 @@ def read_run(
     """The run, and for a tool step the ledger row of the run's latest turn (None: no such row).
 
     The second value is ``...`` (not read) for other steps and for stores without the joined read;
-    ``ledger.find_call`` reads it itself then.
+    the tool kind reads it itself then.
     """
     if not step.startswith(TOOL_PREFIX):
         return store.get_run(run_id), ...
@@ -50,7 +52,7 @@ def complete_and_read_ledger(
 
     A store with ``complete_step_and_list_steps`` (``SqlStore``: one pipelined round trip on
     PostgreSQL) reads the ledger after the completion in the same round trip; otherwise the ledger
-    is left to ``advance.fan_in`` (None). ``names``: the rows the fan-in needs (``ledger.fan_in_names``;
+    is read with a plain call (None). ``names``: the rows the fan-in needs (``memo.fan_in_names``;
     None: the whole ledger), so a long run's fan-in does not re-read every earlier turn's memo.
     """
     fused = getattr(store, "complete_step_and_list_steps", None)
@@ -66,7 +68,7 @@ def claim_with_history(
     """A turn's claim and, when it claimed, the thread history its prompt is built from.
 
     ``SqlStore.claim_step_and_load_thread`` pipelines both in one round trip on PostgreSQL; with
-    another store the history is None and ``turn.run_turn`` reads it itself.
+    another store the history is None and the turn kind reads it itself.
     """
     fused = getattr(store, "claim_step_and_load_thread", None)
     if callable(fused):

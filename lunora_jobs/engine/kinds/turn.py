@@ -1,57 +1,133 @@
-"""The work of one ``llm:turn:<n>`` step: prompt → model call → checked tool calls → completion.
+"""The turn kind: ``llm:turn:<n>`` — prompt → model call → checked tool calls → completion.
 
 Everything a replay must not redo happens here and is memoized in the turn's ledger result
-(``TurnResult.to_json``): the compaction brief, the model's turn, repaired tool calls, the verdict on
-invalid calls, the approval gates and the parsed structured output.
+(``memo.TurnResult``): the compaction brief, the model's turn, repaired tool calls, the verdict on
+invalid calls, the approval gates and the parsed structured output. A turn without tool calls ends
+the run in its own completion (result, status and the thread's release in the same write); a turn
+with calls hands the planner its memo, which fans the calls out.
+
+Before the claim, the run read, the claim and the thread history ride in one round trip where the
+store can (``fused.read_run_and_claim_turn``); turn ``n`` is only claimed once ``n`` turns completed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.fused import claim_with_history, read_run, read_run_and_claim_turn
+from lunora_jobs.engine.kinds.base import (
+    ALL_ROWS,
+    NO_ROWS,
+    After,
+    ReplanTurn,
+    RunEnded,
+    StepKind,
+    StepState,
+    Work,
+)
+from lunora_jobs.engine.memo import TurnResult
 from lunora_jobs.engine.prompt import prepare_prompt, replace_system
-from lunora_jobs.engine.runinfo import run_info
-from lunora_jobs.engine.steps import assistant_position, message_key, tool_position, turn_step
-from lunora_jobs.errors import ToolInputError
+from lunora_jobs.engine.runinfo import run_info, run_result_json
+from lunora_jobs.engine.steps import (
+    TURN_PREFIX,
+    StepName,
+    assistant_position,
+    message_key,
+    tool_position,
+    turn_number,
+    turn_step,
+)
+from lunora_jobs.errors import ConfigurationError, ToolInputError
 from lunora_jobs.loop import PrepareStepArgs, PrepareStepResult, RepairArgs
-from lunora_jobs.models.base import Model, ModelTurn, ToolCall, ToolChoice, Usage
+from lunora_jobs.models.base import Model, ToolCall, ToolChoice, Usage
 from lunora_jobs.models.messages import assistant_message
 from lunora_jobs.store.records import MessageRecord, NewMessage, RunRecord, StepCompletion, UsageEntry
 
+log = logging.getLogger(__name__)
 
-@dataclass(frozen=True, slots=True)
-class TurnResult:
-    """What the ledger keeps for a turn: ``turn`` carries the (repaired) tool calls in call order."""
 
-    turn: ModelTurn
-    invalid: dict[str, str] = field(default_factory=dict)
-    """call id → error text for calls answered with a tool-error message by the turn itself."""
-    approvals: list[str] = field(default_factory=list)
-    """call ids whose tool's ``needs_approval`` said yes."""
-    brief: str | None = None
-    output: Any = None
-    output_error: str | None = None
+class TurnStep(StepKind):
+    """``llm:turn:<n>``: one model call."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The ledger form."""
-        return {
-            "turn": self.turn.to_json(), "invalid": self.invalid, "approvals": self.approvals,
-            "brief": self.brief, "output": self.output, "output_error": self.output_error,
-        }
+    name, prefix, route = "turn", TURN_PREFIX, "turn"
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TurnResult:
-        """Inverse of ``to_json``."""
-        return cls(
-            turn=ModelTurn.from_json(data["turn"]), invalid=dict(data.get("invalid") or {}),
-            approvals=list(data.get("approvals") or []), brief=data.get("brief"),
-            output=data.get("output"), output_error=data.get("output_error"),
+    def parse(self, step: str) -> StepName | None:
+        """``StepName("turn", turn=n)`` for ``llm:turn:<n>``."""
+        number = turn_number(step)
+        return None if number is None else StepName("turn", turn=number)
+
+    def read(self, deps: EngineDeps, state: StepState) -> None:
+        """The run; with a fusing store also the claim (conditioned in SQL on ``admit``'s checks)
+        and the history, in one round trip."""
+        assert state.name.turn is not None
+        fused = read_run_and_claim_turn(deps, state.run_id, state.step, state.name.turn)
+        if fused is not None:
+            state.run, state.claim, state.history = fused
+        else:
+            state.run, state.latest = read_run(deps.store, state.run_id, state.step)
+
+    def admit(self, deps: EngineDeps, state: StepState) -> str | None:
+        """Turn n only follows n completed turns: an early or bogus delivery must not run the model."""
+        assert state.run is not None and state.name.turn is not None
+        if state.name.turn > state.run.turns:
+            log.warning("lunora: ignoring %s of run %s: only %d turns completed", state.step, state.run_id,
+                        state.run.turns)
+            return "skipped"
+        return None
+
+    def claim(self, deps: EngineDeps, state: StepState) -> None:
+        """The claim, and the history its prompt is built from in the same round trip."""
+        assert state.run is not None and state.agent is not None
+        state.claim, state.history = claim_with_history(
+            deps.store, state.run, state.step, owner=deps.worker_id, lease_ms=deps.lease_ms(state.agent),
+            max_attempts=state.agent.max_attempts,
         )
+
+    def work(self, deps: EngineDeps, state: StepState) -> Work:
+        """Call the model; a final answer ends the run in this completion."""
+        run, agent, claim, number = state.run, state.agent, state.claim, state.name.turn
+        assert run is not None and agent is not None and claim is not None and number is not None
+        result = run_turn(deps, run, agent, number, state.history)
+        usage = result.turn.usage
+        run_patch: dict[str, Any] = {"add_turns": 1, "add_input_tokens": usage.input_tokens,
+                                     "add_output_tokens": usage.output_tokens}
+        thread_patch: dict[str, Any] = {"add_input_tokens": usage.input_tokens,
+                                        "add_output_tokens": usage.output_tokens}
+        if not result.turn.tool_calls:  # a run cancelled meanwhile: the store refuses this completion
+            total = Usage(run.input_tokens, run.output_tokens) + usage
+            if result.output_error is not None:
+                run_patch.update(status="failed", error=f"OutputParseError: {result.output_error}",
+                                 result=run_result_json(result.turn.text, None, total, number + 1))
+                thread_patch.update(status="failed", active_run_id=None)
+                ended = RunEnded("failed", number, result)
+            else:
+                run_patch.update(status="completed", stopped="final",
+                                 result=run_result_json(result.turn.text, result.output, total, number + 1))
+                thread_patch.update(status="completed", active_run_id=None)
+                ended = RunEnded("completed", number, result)
+            return Work(turn_completion(run, number, result, run_patch, thread_patch), ended)
+        completion = turn_completion(run, number, result, run_patch, thread_patch)
+        # Fresh turn: no tool step has a row yet, so every valid call is dispatched ("recover").
+        if result.invalid and len(result.invalid) == len(result.turn.tool_calls):
+            # All answered inline: stop_when needs the turns, so the planner reads the whole ledger.
+            return Work(completion, ReplanTurn(number, result, "recover"), ALL_ROWS)
+        rows = (claim.step,) if result.invalid else ()
+        return Work(completion, ReplanTurn(number, result, "recover", rows), NO_ROWS)
+
+    def fatal(self, exc: Exception) -> bool:
+        """A configuration error (no such model, no key) fails the run at once."""
+        return isinstance(exc, ConfigurationError)
+
+    def replan(self, deps: EngineDeps, state: StepState) -> After | None:
+        """A completed turn delivered again: dispatch its calls again if they were lost."""
+        assert state.claim is not None and state.name.turn is not None
+        result = TurnResult.from_json(state.claim.step.result)
+        return ReplanTurn(state.name.turn, result, "recover") if result.turn.tool_calls else None
 
 
 def run_turn(

@@ -1,13 +1,15 @@
-"""Moving a run forward once a step's result is recorded: plan, dispatch, wait, finish or fail.
+"""Stage 5 of a step: dispatch — carry out the planner's ``Decision``.
 
-``hibernate`` parks a run on approval waits: the run and its thread move to ``awaiting_input`` (a
-compare-and-set from ``running``, so a cancelled run is never revived) and each pending call is
-recorded in ``agent_tool_calls`` as ``awaiting_approval``. Then the step simply returns: nothing is
-queued, no lease is held — the run is only rows until a decision arrives (``approvals.py``).
+In this order: a run whose wait was just resolved runs again; ``on_step_finish`` hears about a
+settled turn; the next steps are enqueued (tool calls of a turn fan out in one dispatch); the run
+parks on its waits; the run finishes or fails. Every action is safe to repeat with the same facts
+(two tools finishing together, a replay, the sweep): dispatches are deduped by the ledger claim,
+parking and finishing are compare-and-sets on the run's status.
 
-Every function here is safe to call twice with the same facts (two tools finishing together, a
-replay, the sweep): dispatches are deduped by the ledger claim, and finishing writes the same
-values again.
+Parking (``park``): the run and its thread move to ``awaiting_input`` (from ``running`` only, so a
+cancelled run is never revived) and each wait's kind records what it waits for (an approval records
+the call as ``awaiting_approval``). Then the step simply returns: nothing is queued, no lease is
+held — the run is only rows until an event resolves the wait.
 """
 
 from __future__ import annotations
@@ -19,80 +21,55 @@ from typing import Any
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.handover import OPEN, TERMINAL, run_ended
-from lunora_jobs.engine.ledger import CallMode, completed_turns, turn_facts
-from lunora_jobs.engine.plan import Decision, StopReason, plan_turn
-from lunora_jobs.engine.runinfo import run_info
-from lunora_jobs.engine.steps import parse_step, tool_step, turn_step
-from lunora_jobs.engine.turn import TurnResult
-from lunora_jobs.loop import StepFinish, StopContext
+from lunora_jobs.engine.kinds import After, ReplanTurn, RunEnded, kind_of
+from lunora_jobs.engine.memo import TurnResult, turn_memo
+from lunora_jobs.engine.plan import Decision, StopReason
+from lunora_jobs.engine.runinfo import run_info, run_result_json
+from lunora_jobs.engine.steps import tool_step
+from lunora_jobs.loop import StepFinish
 from lunora_jobs.models.base import Usage
 from lunora_jobs.store.records import RunRecord, StepRecord
 
 log = logging.getLogger(__name__)
 
-AWAITING_APPROVAL = "awaiting_approval"
 
-
-def run_result_json(text: str | None, output: Any, usage: Usage, turns: int) -> dict[str, Any]:
-    """What ``agent_runs.result`` holds for a finished run."""
-    return {"text": text, "output": output, "usage": usage.to_json(), "turns": turns}
-
-
-def advance_turn(
-    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, turn: int, result: TurnResult,
-    steps: Sequence[StepRecord], mode: CallMode,
-) -> Decision:
-    """Plan what follows ``turn`` from the ledger rows ``steps`` and carry it out."""
-
-    def stop_met() -> bool:
-        if not agent.stop_when:
-            return False
-        context = StopContext([r.turn for r in completed_turns(steps)], turn)
-        return any(condition(context) for condition in agent.stop_when)
-
-    facts = turn_facts(run.id, turn, result, steps, max_turns=agent.max_turns, now=deps.now(), mode=mode)
-    decision = plan_turn(facts, stop_met)
-    settled = decision.finish is not None or any(t.kind == "turn" for t in decision.dispatch)
-    if settled and result.turn.tool_calls:
-        notify_step_finish(agent, turn, result, steps)
+def carry_out(
+    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, decision: Decision, after: After | None,
+    steps: Sequence[StepRecord],
+) -> None:
+    """Do what ``decision`` says about ``run`` (``after`` and ``steps``: what it was planned from)."""
+    if isinstance(after, RunEnded):
+        notify_step_finish(agent, after.turn, after.result)
+        run_ended(deps, run, after.status)
+        return
+    result: TurnResult | None = None
+    rows: Sequence[StepRecord] = steps
+    if isinstance(after, ReplanTurn):
+        rows = after.steps if after.steps is not None else steps
+        result = after.result if after.result is not None else turn_memo(rows, after.turn)
+        if after.resume and deps.store.transition_run(run.id, ("awaiting_input",), status="running"):
+            deps.store.patch_thread(run.thread_id, status="running")
+    if decision.settled and isinstance(after, ReplanTurn) and result is not None:
+        notify_step_finish(agent, after.turn, result, rows)
     if decision.dispatch:
         deps.dispatcher.dispatch(decision.dispatch)
-    if decision.waits:
-        hibernate(deps, run, result, decision.waits)
-    if decision.finish is not None:
+    if decision.waits and result is not None:
+        park(deps, run, result, decision.waits)
+    if decision.finish is not None and result is not None:
         finish_run(deps, run, agent, decision.finish, result)
-    return decision
+    if decision.fail is not None:
+        fail_run(deps, run, decision.fail)
 
 
-def hibernate(deps: EngineDeps, run: RunRecord, result: TurnResult, waits: Sequence[str]) -> None:
-    """Park the run on ``waits``; idempotent (the sweep and late tools call it again)."""
+def park(deps: EngineDeps, run: RunRecord, result: TurnResult, waits: Sequence[str]) -> None:
+    """Park the run on ``waits``; idempotent (the sweep and late tools park it again)."""
     store = deps.store
     if store.transition_run(run.id, ("running",), status="awaiting_input"):
         store.patch_thread(run.thread_id, status="awaiting_input")
         deps.events.publish(run_info(run).thread_key,
                             {"type": "status", "status": "awaiting_input", "run_id": run.id})
-    calls = {c.id: c for c in result.turn.tool_calls}
     for step in waits:
-        call = calls.get(parse_step(step).call_id or "")
-        if call is not None and store.get_tool_call(run.id, call.id) is None:
-            store.upsert_tool_call(run.thread_id, run.id, call.id, name=call.name, input=call.arguments,
-                                   status=AWAITING_APPROVAL)
-
-
-def fan_in(
-    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, turn: int,
-    steps: Sequence[StepRecord] | None = None,
-) -> None:
-    """After a tool step of ``turn`` completed: whoever sees every call settled moves the run on.
-
-    ``steps``: the run's ledger when the caller read it AFTER its completion landed (the tool step
-    reads it in the completion's round trip, ``reads.complete_and_read_ledger``); else read here.
-    """
-    if steps is None:
-        steps = deps.store.list_steps(run.id)
-    memo = turn_row(steps, turn)
-    if memo is not None and memo.status == "completed":
-        advance_turn(deps, run, agent, turn, TurnResult.from_json(memo.result), steps, mode="fan_in")
+        kind_of(step).park(deps, run, result, step)
 
 
 def notify_step_finish(
@@ -156,9 +133,3 @@ def fail_run(deps: EngineDeps, run: RunRecord, error: str) -> None:
     deps.store.patch_thread(run.thread_id, status="failed")
     deps.store.release_thread(run.thread_id, run.id)
     run_ended(deps, run, "failed")
-
-
-def turn_row(steps: Sequence[StepRecord], turn: int) -> StepRecord | None:
-    """The ledger row of ``llm:turn:<turn>``."""
-    name = turn_step(turn)
-    return next((s for s in steps if s.name == name), None)

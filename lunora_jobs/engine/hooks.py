@@ -1,0 +1,93 @@
+"""Hook points around every step and run, for observers that must not edit the pipeline.
+
+Telemetry spans, metrics and live views subclass ``StepHooks``, override what they need and register
+with ``app.hooks.add(MyHooks())`` (or ``EngineDeps.hooks``). The pipeline calls, in order:
+
+- ``step_started(step)``: the step was claimed and its work is about to run (not for replays,
+  busy or refused deliveries — nothing runs for those);
+- ``step_finished(step, status)``: after the step, whatever happened (``completed``, ``retry``,
+  ``failed``, ``lost``, or ``error`` when the work raised out of the pipeline); always paired with
+  ``step_started`` on the same thread, so a span opened in one can be closed in the other;
+- ``run_finished(run, status)``: the run reached ``completed``, ``failed`` or ``cancelled``
+  (called once by the process that recorded the end).
+
+Hooks observe; they never change the outcome. A hook that raises is logged and the run goes on.
+
+Example::
+
+    class Timing(StepHooks):
+        def step_started(self, step: StepInfo) -> None:
+            self.t0 = time.perf_counter()
+        def step_finished(self, step: StepInfo, status: str) -> None:
+            print(step.step, status, time.perf_counter() - self.t0)
+
+    app.hooks.add(Timing())
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from lunora_jobs.store.records import RunRecord
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class StepInfo:
+    """The step a hook is told about."""
+
+    run_id: str
+    step: str
+    kind: str
+    """The registered step kind (``turn``, ``tool``, ``approval``, ``memory``, ...)."""
+    agent: str
+    thread_id: str
+    attempt: int
+
+
+class StepHooks:
+    """Override any of these; the defaults do nothing."""
+
+    def step_started(self, step: StepInfo) -> None:
+        """The step was claimed; its work runs next."""
+
+    def step_finished(self, step: StepInfo, status: str) -> None:
+        """The step is over (see the module docstring for ``status``)."""
+
+    def run_finished(self, run: RunRecord, status: str) -> None:
+        """The run ended: ``completed``, ``failed`` or ``cancelled``."""
+
+
+class HookSet:
+    """The registered hooks, called in registration order; a failing hook never fails a step."""
+
+    def __init__(self, hooks: tuple[StepHooks, ...] = ()) -> None:
+        self._hooks: tuple[StepHooks, ...] = tuple(hooks)
+
+    def add(self, hook: StepHooks) -> None:
+        """Register ``hook`` for every later step and run."""
+        self._hooks = (*self._hooks, hook)
+
+    def __bool__(self) -> bool:
+        return bool(self._hooks)
+
+    def step_started(self, step: StepInfo) -> None:
+        """Tell every hook the step started."""
+        self._each("step_started", step)
+
+    def step_finished(self, step: StepInfo, status: str) -> None:
+        """Tell every hook the step finished."""
+        self._each("step_finished", step, status)
+
+    def run_finished(self, run: RunRecord, status: str) -> None:
+        """Tell every hook the run ended."""
+        self._each("run_finished", run, status)
+
+    def _each(self, method: str, *args: object) -> None:
+        for hook in self._hooks:
+            try:
+                getattr(hook, method)(*args)
+            except Exception:
+                log.exception("lunora: hook %r failed in %s; the run goes on", hook, method)

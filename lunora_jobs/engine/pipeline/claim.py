@@ -1,0 +1,71 @@
+"""Stage 1 of a step: claim — read the run and claim the step's ledger row.
+
+The kind reads the run (fused with the claim where the store can: one round trip for the run, the
+claim and what the work needs), the generic checks run (a wait without its event waits, a run that
+ended answers with the memo and starts nothing, the agent must be registered), then the kind's own
+checks and its claim. The claim is one conditional upsert, so the database alone picks one winner
+among concurrent deliveries: no lock is taken. Its outcome decides the rest of the trip:
+
+- ``claimed``: the work runs;
+- ``completed``: a redelivery — nothing re-runs, the kind says what to re-plan from the memo (so a
+  successor lost with a crashed worker is dispatched again);
+- ``exhausted`` / ``failed``: the step cannot run again — the run fails (the poison-step rule);
+- ``busy``: another worker holds a live lease — this delivery stops here.
+"""
+
+from __future__ import annotations
+
+from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.handover import TERMINAL
+from lunora_jobs.engine.kinds import RunFails, StepState
+
+
+def claim(deps: EngineDeps, state: StepState) -> bool:
+    """Read and claim; True when the work is to run. Sets ``state.status`` when the trip goes no
+    further than planning (``replayed``, ``failed``) or stops here (``missing``, ``waiting``,
+    ``replayed``/``skipped`` on an ended run, ``busy``)."""
+    kind = state.kind
+    kind.read(deps, state)
+    run = state.run
+    if run is None:
+        state.status = "missing"
+        return False
+    if state.claim is None:  # a claim made with the read already held every check below
+        if kind.wait and state.event is None:
+            state.status = "waiting"
+            return False
+        if run.status in TERMINAL and not kind.after_run_end:
+            memo = deps.store.get_step(state.run_id, state.step)
+            if memo is not None and memo.status == "completed":
+                state.status, state.result = "replayed", memo.result
+            else:
+                state.status = "skipped"
+            return False
+        state.agent = deps.agent(run.agent)
+        stop = kind.admit(deps, state)
+        if stop is not None:
+            state.status = stop
+            return False
+        kind.claim(deps, state)
+    else:
+        state.agent = deps.agent(run.agent)
+    claimed = state.claim
+    assert claimed is not None
+    if claimed.outcome == "claimed":
+        return True
+    if claimed.outcome == "busy":
+        state.status = "busy"
+    elif claimed.outcome == "completed":
+        state.status, state.result = "replayed", claimed.step.result
+        state.after = kind.replan(deps, state)
+    else:  # exhausted, failed
+        assert state.agent is not None
+        detail = f": {claimed.step.error}" if claimed.step.error else ""
+        if claimed.outcome == "failed":
+            error = f"step {state.step!r} failed{detail}"
+        else:
+            error = (f"StepExhaustedError: step {state.step!r} was attempted {claimed.step.attempt} times "
+                     f"without finishing (max_attempts={state.agent.max_attempts}){detail}")
+        state.status = "failed"
+        state.after = RunFails(error)
+    return False

@@ -1,0 +1,133 @@
+"""``Engine.execute``: one step's trip through the pipeline, each stage once, in order.
+
+    claim ──▶ work ──▶ complete ──▶ plan ──▶ dispatch
+    (claim.py) (work.py) (complete.py) (engine/plan.py) (dispatch.py)
+
+The step's kind (``engine/kinds``) supplies what differs between a turn, a tool call, an approval
+or a memory step; the stages are the same for all. A trip may end early: at the claim (``missing``,
+``waiting``, ``skipped``, ``busy``), or skip the work (a redelivered completed step is re-planned
+from its memo; an exhausted one fails the run) — but it never goes back to a stage it has left.
+``plan.py`` is the pure centre: everything before it gathers facts, everything after it acts.
+
+Round trips per step on the hot path (SqlStore on PostgreSQL + Celery on Redis), counted on the
+wire and pinned by ``tests/integration/engine/test_engine_roundtrips.py`` (``bench/hotpath.py``
+prints them with ms per step). Reads run in autocommit, the pool's pre-ping polls the socket, and
+the fused store calls come from ``fused.py`` (any other store gets the plain calls):
+
+- turn: 2 PostgreSQL — run read + claim + thread history read (pipelined: the claim conditioned in
+  SQL on the turn kind's checks; a claim not taken falls back to the checks and the plain claim,
+  one round trip more); completion (ONE statement: step, thread seq/totals, messages, usage, run; a
+  final turn frees the thread in it and the store refuses it if the run was cancelled meanwhile)
+  — and 1 Redis: one enqueue of the whole fan-out (none after a final turn).
+- tool: 2 PostgreSQL — run + latest turn memo (one joined read) + claim, pipelined (claimed in SQL
+  only if that memo holds the call, ungated; else the plain claim after the checks, one round trip
+  more); completion + fan-in read of the turn's ledger rows (pipelined) — and, only from the last
+  tool of a turn, 1 Redis: the next turn's enqueue.
+
+Finishing a run after tools (``stopCondition`` / ``maxTurns``) costs one run read and two updates.
+A call gated by ``needs_approval`` adds one ledger read (is there a decision yet?) to its tool step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lunora_jobs.agent import AgentDefinition
+from lunora_jobs.engine import kinds
+from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.hooks import StepInfo
+from lunora_jobs.engine.memo import TurnResult
+from lunora_jobs.engine.pipeline.claim import claim
+from lunora_jobs.engine.pipeline.complete import complete
+from lunora_jobs.engine.pipeline.dispatch import carry_out
+from lunora_jobs.engine.pipeline.planning import plan_step
+from lunora_jobs.engine.pipeline.work import work
+from lunora_jobs.engine.plan import CallMode, Decision
+from lunora_jobs.store.records import JSON, RunRecord, StepRecord
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """What ``execute`` did.
+
+    ``status``: ``completed`` (ran and recorded), ``replayed`` (memo returned, nothing re-run),
+    ``busy`` (another worker holds the lease), ``retry`` (failed, re-dispatched), ``failed`` (the run
+    failed), ``lost`` (lease taken over; result dropped), ``skipped`` (run terminal / unknown step),
+    ``waiting`` (a wait step: resolved by an event, not a task), ``missing`` (no such run).
+    """
+
+    status: str
+    result: JSON = None
+
+
+class Engine:
+    """Executes steps. One per process; stateless between calls.
+
+    Example::
+
+        engine = Engine(deps)
+        engine.execute(run_id, "llm:turn:0")
+    """
+
+    def __init__(self, deps: EngineDeps) -> None:
+        self.deps = deps
+
+    def execute(self, run_id: str, step: str, *, event: Mapping[str, Any] | None = None) -> StepOutcome:
+        """Run (or replay) step ``step`` of run ``run_id``; ``event`` resolves a wait step."""
+        deps = self.deps
+        try:
+            kind, name = kinds.resolve(step)
+        except ValueError:
+            if deps.store.get_run(run_id) is None:
+                return StepOutcome("missing")
+            raise
+        state = kinds.StepState(run_id, step, name, kind, event)
+        if claim(deps, state):
+            info = self._started(state)
+            try:
+                work(deps, state)
+                complete(deps, state)
+                self._plan_and_dispatch(state)
+            except BaseException:
+                if info is not None:
+                    deps.hooks.step_finished(info, "error")
+                raise
+            if info is not None:
+                deps.hooks.step_finished(info, state.status)
+        elif state.after is not None:  # replayed or refused: no work, but the plan still stands
+            complete(deps, state)
+            self._plan_and_dispatch(state)
+        return StepOutcome(state.status, state.result)
+
+    def _started(self, state: kinds.StepState) -> StepInfo | None:
+        hooks = self.deps.hooks
+        if not hooks:
+            return None
+        assert state.run is not None and state.claim is not None
+        info = StepInfo(state.run_id, state.step, state.kind.name, state.run.agent, state.run.thread_id,
+                        state.claim.step.attempt)
+        hooks.step_started(info)
+        return info
+
+    def _plan_and_dispatch(self, state: kinds.StepState) -> None:
+        run, agent = state.run, state.agent
+        if state.after is None or run is None or agent is None:
+            return
+        decision = plan_step(state.after, state.ledger, run_id=run.id, max_turns=agent.max_turns,
+                             now=self.deps.now(), stop_when=agent.stop_when)
+        carry_out(self.deps, run, agent, decision, state.after, state.ledger)
+
+
+def replan(
+    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, turn: int, result: TurnResult,
+    steps: Sequence[StepRecord], mode: CallMode, *, resume: bool = False,
+) -> Decision:
+    """Plan and carry out what follows turn ``turn`` outside a step (the sweep, a repair): the same
+    plan and dispatch stages a step ends with. ``resume``: the run was parked; it runs again first."""
+    after = kinds.ReplanTurn(turn, result, mode, tuple(steps), resume=resume)
+    decision = plan_step(after, steps, run_id=run.id, max_turns=agent.max_turns, now=deps.now(),
+                         stop_when=agent.stop_when)
+    carry_out(deps, run, agent, decision, after, steps)
+    return decision

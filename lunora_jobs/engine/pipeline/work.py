@@ -1,0 +1,37 @@
+"""Stage 2 of a step: work — the kind does the step's work, writing nothing.
+
+What the work produced (the completion: result, messages, usage, run/thread patches) is recorded by
+the next stage in one fenced write. When the work raises, the attempt failed: it is retried through
+the ledger (the claim's ``attempt`` counts) up to the agent's ``max_attempts``, unless the kind calls
+the error fatal; once no attempt is left the kind may still answer (a tool's error becomes the
+model's tool result) — otherwise the run fails.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.kinds import StepState
+
+log = logging.getLogger(__name__)
+
+
+def work(deps: EngineDeps, state: StepState) -> None:
+    """Run the kind's work: sets ``state.work``, or ``state.error`` (and ``state.final``)."""
+    agent, claim = state.agent, state.claim
+    assert agent is not None and claim is not None
+    try:
+        state.work = state.kind.work(deps, state)
+        return
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        final = state.kind.fatal(exc) or claim.step.attempt >= agent.max_attempts
+    if final:
+        given = state.kind.give_up(deps, state, error)
+        if given is not None:
+            state.work = given
+            return
+    log.warning("lunora: step %s of run %s failed (attempt %d): %s", state.step, state.run_id,
+                claim.step.attempt, error)
+    state.error, state.final = error, final
