@@ -9,11 +9,11 @@ from __future__ import annotations
 import select
 import sqlite3
 import time
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import registry
+from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlalchemy.engine import Engine
 
 from lunora_jobs.config import normalize_database_url
@@ -49,20 +49,27 @@ def _enable_wal(cursor: Any) -> None:
             time.sleep(0.01)
 
 
-def _socket_ping(dbapi_connection: Any, *, full_ping: Callable[[Any], bool]) -> bool:
-    """The pool's pre-ping on PostgreSQL without a round trip (it runs on every checkout).
+class PollingPsycopgDialect(PGDialect_psycopg):
+    """psycopg 3 whose pool pre-ping costs no round trip (it runs on every checkout).
 
     An idle, healthy connection has nothing to read: a server that restarted or terminated the
     backend has sent its FATAL message or closed the socket, which makes it readable (or closes the
     driver connection). Only then is the real ping sent — it consumes a stray message on a live
-    connection, or fails and lets the pool reconnect.
+    connection, or fails and lets the pool reconnect. ``do_ping`` is the documented dialect method
+    ``pool_pre_ping`` calls; this subclass is registered as the ``postgresql+lunora_psycopg`` driver.
     """
-    pgconn = getattr(dbapi_connection, "pgconn", None)
-    if pgconn is None:
-        return full_ping(dbapi_connection)
-    if dbapi_connection.closed or dbapi_connection.broken or pgconn.socket < 0:
-        return False
-    return full_ping(dbapi_connection) if _readable(pgconn.socket) else True
+
+    supports_statement_cache = True
+
+    def do_ping(self, dbapi_connection: Any) -> bool:
+        """True when the connection is usable; the real ping only when the socket has something."""
+        pgconn = dbapi_connection.pgconn
+        if dbapi_connection.closed or dbapi_connection.broken or pgconn.socket < 0:
+            return False
+        return bool(super().do_ping(dbapi_connection)) if _readable(pgconn.socket) else True  # type: ignore[no-untyped-call]
+
+
+registry.register("postgresql.lunora_psycopg", __name__, "PollingPsycopgDialect")
 
 
 def _readable(fd: int) -> bool:
@@ -79,11 +86,13 @@ def create_engine(url: str, **options: Any) -> Engine:
     """An engine for ``url`` with the settings the store relies on.
 
     Postgres/MySQL URLs are normalized to the shipped drivers; connections are pre-pinged (on
-    PostgreSQL by polling the socket, without a round trip); MySQL runs READ COMMITTED (fewer gap
-    locks, fresh reads after a row lock); SQLite gets WAL, a busy timeout and
-    ``PRAGMA foreign_keys = ON`` on every connection.
+    PostgreSQL by polling the socket, without a round trip: ``PollingPsycopgDialect``); MySQL
+    runs READ COMMITTED (fewer gap locks, fresh reads after a row lock); SQLite gets WAL, a busy
+    timeout and ``PRAGMA foreign_keys = ON`` on every connection.
     """
     url = normalize_database_url(url)
+    if url.startswith("postgresql+psycopg:"):
+        url = "postgresql+lunora_psycopg:" + url[len("postgresql+psycopg:") :]
     options.setdefault("pool_pre_ping", True)
     if url.startswith("mysql"):
         options.setdefault("isolation_level", "READ COMMITTED")
@@ -94,8 +103,6 @@ def create_engine(url: str, **options: Any) -> Engine:
             options.setdefault("poolclass", sa.pool.StaticPool)
             options["connect_args"] = {**options["connect_args"], "check_same_thread": False}
     engine = sa.create_engine(url, **options)
-    if engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg":
-        setattr(engine.dialect, "do_ping", partial(_socket_ping, full_ping=engine.dialect.do_ping))  # noqa: B010
     if engine.dialect.name == "sqlite":
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     return engine
