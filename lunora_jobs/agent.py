@@ -19,7 +19,12 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from lunora_jobs.config import Settings
-from lunora_jobs.errors import ConfigurationError, DuplicateToolError, InvalidAgentOptionError
+from lunora_jobs.errors import (
+    ConfigurationError,
+    DuplicateToolError,
+    InvalidAgentOptionError,
+    OptionNotAvailableError,
+)
 from lunora_jobs.loop import (
     CompactionOptions,
     OutputSpec,
@@ -155,6 +160,8 @@ def define_agent(
         raise InvalidAgentOptionError(
             f"{where}: action_approval_mode={action_approval_mode!r}; use 'blocking' or 'independent'."
         )
+    _refuse_unavailable(where, telemetry=telemetry, memory=memory,
+                        independent=action_approval_mode == "independent")
     compaction_options = _wrap(where, CompactionOptions.coerce, compaction)
     if compaction_options is not None and compaction_options.model is not None:
         check_model_spec(compaction_options.model)
@@ -191,6 +198,25 @@ def define_agent(
         max_attempts=max_attempts,
         step_timeout_s=float(step_timeout_s),
     )
+
+
+NOT_AVAILABLE = {
+    "telemetry": "telemetry= is not available yet; observe steps and runs with app.hooks.add(StepHooks) "
+                 "meanwhile.",
+    "memory": "memory= is not available yet (the memory tiers are being built); leave it out, or give the "
+              "agent a retrieval tool (rag's as_tool()) meanwhile.",
+    "independent": "action_approval_mode='independent' is not available yet; use the default 'blocking' "
+                   "approvals (needs_approval on the tool).",
+}
+"""Options the API declares but the runtime does not implement yet. Each raises
+``OptionNotAvailableError`` instead of being accepted and ignored; the engineer who builds one
+deletes its entry here."""
+
+
+def _refuse_unavailable(where: str, **given: Any) -> None:
+    for option, value in given.items():
+        if option in NOT_AVAILABLE and value not in (None, False):
+            raise OptionNotAvailableError(f"{where}: {NOT_AVAILABLE[option]}")
 
 
 def _resolve_text(agent: str, instructions: Any, context: Mapping[str, Any]) -> str:

@@ -38,6 +38,11 @@ class InvalidAgentOptionError(ConfigurationError):
     """An option passed to ``define_agent`` is invalid; the message names the option and the fix."""
 
 
+class OptionNotAvailableError(InvalidAgentOptionError):
+    """An option the API declares is not implemented yet: passing it would otherwise be silently
+    ignored, so it is refused. The message says what to use meanwhile."""
+
+
 class DuplicateToolError(ConfigurationError):
     """Two tools (the agent's own, or from skills) share one name; rename one of them."""
 

@@ -2,8 +2,9 @@
 
 ``define_agent(skills=[...])`` folds skills at declaration time: tools join the agent's own in one flat
 namespace (a name clash raises ``DuplicateToolError``), instructions append after the agent's own in
-skill order (joined by blank lines; callables resolve once at run start), and ``memory`` (knowledge)
-becomes the skill's own retrieval source, dispatched as the durable step ``memory:retrieve:<name>``.
+skill order (joined by blank lines; callables resolve once at run start). A skill's ``memory``
+(knowledge, retrieved as the durable step ``memory:retrieve:<name>``) is not available yet and raises
+``OptionNotAvailableError``.
 
 Example::
 
@@ -11,7 +12,6 @@ Example::
         name="billing",
         instructions="For refunds, always confirm the order id first.",
         tools=[lookup_order, refund],
-        memory={"source": "rag:searchBillingDocs", "top_k": 5},
     )
     support = define_agent(name="support", model="offline", skills=[billing])
 """
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lunora_jobs.errors import DuplicateToolError, InvalidAgentOptionError
+from lunora_jobs.errors import DuplicateToolError, InvalidAgentOptionError, OptionNotAvailableError
 from lunora_jobs.tools import ToolDefinition, coerce_tool
 
 SKILL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -55,6 +55,11 @@ def define_skill(
     if not (isinstance(instructions, str) or callable(instructions)):
         raise InvalidAgentOptionError(
             f"Skill {name!r}: instructions must be a str or a callable(context) -> str."
+        )
+    if memory is not None:
+        raise OptionNotAvailableError(
+            f"Skill {name!r}: memory= is not available yet (the memory tiers are being built); leave it "
+            "out, or add a retrieval tool (rag's as_tool()) to the skill's tools meanwhile."
         )
     items = list(tools.items()) if isinstance(tools, Mapping) else [(None, t) for t in tools]
     tool_map: dict[str, ToolDefinition] = {}

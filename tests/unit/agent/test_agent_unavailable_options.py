@@ -1,0 +1,37 @@
+"""Options the API declares but the runtime does not implement yet are refused, never ignored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lunora_jobs import OptionNotAvailableError, define_agent, define_skill
+from lunora_jobs.errors import InvalidAgentOptionError
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"telemetry": object()}, "telemetry"),
+        ({"memory": {"source": "rag:docs"}}, "memory"),
+        ({"action_approval_mode": "independent"}, "independent"),
+    ],
+)
+def test_an_option_not_built_yet_raises_a_named_error(options: dict[str, Any], named: str) -> None:
+    with pytest.raises(OptionNotAvailableError, match=named) as raised:
+        define_agent(name="a", model="offline", **options)
+    assert "not available yet" in str(raised.value)
+    assert isinstance(raised.value, InvalidAgentOptionError)  # callers catching option errors see it too
+
+
+def test_a_skill_with_knowledge_is_refused_too() -> None:
+    with pytest.raises(OptionNotAvailableError, match="memory"):
+        define_skill("billing", "Confirm the order id first.", memory={"source": "rag:billing"})
+
+
+def test_the_defaults_of_those_options_declare_fine() -> None:
+    agent = define_agent(name="a", model="offline", telemetry=None, memory=None,
+                         action_approval_mode="blocking",
+                         skills=[define_skill("billing", "Confirm the order id first.")])
+    assert agent.action_approval_mode == "blocking" and agent.memory is None
