@@ -6,6 +6,7 @@ Subcommands import their module only when run, so ``lunora db upgrade`` never lo
 Example::
 
     lunora db upgrade            # apply the Alembic migrations to LUNORA_DATABASE_URL
+    lunora db current            # which revision the database is at
     lunora example               # run the example agent end to end (offline by default)
     lunora worker                # a Celery worker for the app named by LUNORA_APP
     lunora rag sync ./docs --index docs   # index a folder; define_rag(index="docs") reads it
@@ -35,13 +36,38 @@ def _call(path: str, *args: object, **kwargs: object) -> object:
     return getattr(importlib.import_module(module), attr)(*args, **kwargs)
 
 
+DebugOption = Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")]
+
+
+def _report(path: str, debug: bool, **kwargs: object) -> None:
+    """Print what ``module:function`` returns; an error is one line and the fix (``--debug``: traceback)."""
+    try:
+        typer.echo(_call(path, **kwargs))
+    except Exception as exc:
+        if debug:
+            raise
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        typer.echo(f"error: {type(exc).__name__}: {lines[0]} (--debug shows the traceback)", err=True)
+        raise typer.Exit(1) from None
+
+
 @db_app.command("upgrade")
 def db_upgrade(
     revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
     url: Annotated[str | None, typer.Option(help="Database URL (default: LUNORA_DATABASE_URL).")] = None,
+    debug: DebugOption = False,
 ) -> None:
-    """Apply the forward-only Alembic migrations."""
-    _call("lunora_jobs.store.migrations:upgrade", url=url, revision=revision)
+    """Apply the forward-only Alembic migrations and say what changed."""
+    _report("lunora_jobs.store.migrations:upgrade_report", debug, url=url, revision=revision)
+
+
+@db_app.command("current")
+def db_current(
+    url: Annotated[str | None, typer.Option(help="Database URL (default: LUNORA_DATABASE_URL).")] = None,
+    debug: DebugOption = False,
+) -> None:
+    """Say which revision the database is at, and whether it is the latest."""
+    _report("lunora_jobs.store.migrations:current_report", debug, url=url)
 
 
 @rag_app.command("sync")

@@ -1,9 +1,10 @@
 """Provisioning: create whatever part of the schema is missing, and nothing else.
 
-``ensure_tables(engine)`` is what ``auto_create_tables=True`` calls and what the Alembic migrations
-call, so a migrated database can never drift from an auto-created one. Against a current schema it
-only reads (three catalog queries: tables, columns, indexes), so it takes no table lock and never
-waits on someone else's open transaction. When several processes start at once, a statement that
+``ensure_tables(engine)`` is what ``auto_create_tables=True`` calls. The Alembic revisions build the
+same schema from frozen DDL of each version (``migrations/versions``); a test compares the two on
+every backend, so a migrated database never drifts from an auto-created one. Against a current
+schema it only reads (three catalog queries: tables, columns, indexes), so it takes no table lock
+and never waits on someone else's open transaction. When several processes start at once, a statement that
 loses the race fails with "already exists"; it is re-checked against the catalog and counted as done.
 
 Example::
@@ -130,7 +131,7 @@ def _issue(conn: Connection, statement: sa.Executable, done: Callable[[], bool],
 def apply_schema(conn: Connection, meta: sa.MetaData | None = None, *, own: bool = False) -> int:
     """Create missing tables, add missing columns, create missing indexes. Returns statements issued.
 
-    ``own=False`` (Alembic) runs each statement on the caller's transaction and lets errors raise;
+    ``own=False`` runs each statement on the caller's transaction and lets errors raise;
     ``own=True`` (``ensure_tables``) expects an autocommit connection and tolerates lost races.
     """
     meta = meta if meta is not None else agent_metadata
