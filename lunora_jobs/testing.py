@@ -37,8 +37,31 @@ from lunora_jobs.store.memory import InMemoryStore
 from lunora_jobs.store.records import MessageRecord, StepRecord, ThreadRecord
 
 __all__ = [
+    "FakeClock",
     "Harness", "RecordingModel", "agent_harness", "final_turn", "tool_call_turn", "tool_calls_turn",
 ]
+
+
+class FakeClock:
+    """An epoch-ms clock a test moves by hand: pass it as a store's ``clock`` and ``advance`` past a
+    lease or a schedule instead of sleeping.
+
+    Example::
+
+        clock = FakeClock()
+        store = InMemoryStore(clock=clock)
+        clock.advance(60_000)   # a minute later, instantly
+    """
+
+    def __init__(self, start: int = 1_700_000_000_000) -> None:
+        self.now = start
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        """Move time forward by ``ms``."""
+        self.now += ms
 
 
 class RecordingModel:

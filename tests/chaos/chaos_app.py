@@ -1,4 +1,5 @@
-"""The user app of the chaos tests: ``LUNORA_APP=chaos_app:app`` (this folder and the fleet's on PYTHONPATH).
+"""The user app of the chaos tests: ``LUNORA_APP=chaos_app:build_app`` (a factory; this folder and the
+fleet's on PYTHONPATH).
 
 It extends ``fleet_app`` (the same durable Redis counters under ``FLEET_PREFIX``), with one
 difference: ``ctx.idempotency_key`` is the step name, unique within a run only (the seed's contract),
@@ -19,7 +20,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from functools import cache
 from typing import Any
 
 from fleet_app import LEASE_MARGIN_S, STEP_TIMEOUT_S, _key, _redis
@@ -143,15 +143,3 @@ def build_app() -> Any:
     app = Lunora.from_env(agents=AGENTS)
     app.deps.lease_margin_s = LEASE_MARGIN_S
     return app
-
-
-@cache
-def _app() -> Any:
-    return build_app()
-
-
-def __getattr__(name: str) -> Any:
-    # ``app`` is built on first access (PEP 562), in the worker process, after the fork.
-    if name == "app":
-        return _app()
-    raise AttributeError(name)

@@ -22,11 +22,11 @@ OUTAGE = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError)
 
 
 def chaos_fleet(database_url: str, redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch) -> Fleet:
-    """A ``Fleet`` whose workers and test-side app load ``chaos_app:app`` instead of ``fleet_app:app``."""
+    """A ``Fleet`` whose workers and test-side app load ``chaos_app:build_app``, not ``fleet_app``'s."""
     fleet = Fleet(database_url, redis, monkeypatch)
-    fleet.env["LUNORA_APP"] = "chaos_app:app"
+    fleet.env["LUNORA_APP"] = "chaos_app:build_app"
     fleet.env["PYTHONPATH"] = f"{HERE}:{fleet.env['PYTHONPATH']}"
-    monkeypatch.setenv("LUNORA_APP", "chaos_app:app")
+    monkeypatch.setenv("LUNORA_APP", "chaos_app:build_app")
     monkeypatch.setenv("PYTHONPATH", fleet.env["PYTHONPATH"])
     monkeypatch.syspath_prepend(str(HERE))
     import chaos_app

@@ -6,19 +6,7 @@ from typing import Any
 
 from lunora_jobs import ToolContext, define_agent, tool
 from lunora_jobs.agent import AgentDefinition
-
-
-class FakeClock:
-    """An epoch-ms clock the test moves by hand (lease expiry without sleeping)."""
-
-    def __init__(self, start: int = 1_700_000_000_000) -> None:
-        self.now = start
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
+from lunora_jobs.testing import FakeClock as FakeClock
 
 
 class WorkerDied(BaseException):

@@ -12,19 +12,7 @@ import sqlalchemy as sa
 from lunora_jobs import ToolContext, define_agent, tool
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.dispatch import StepTask
-
-
-class FakeClock:
-    """Epoch-ms clock moved by hand."""
-
-    def __init__(self, start: int = 1_700_000_000_000) -> None:
-        self.now = start
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
+from lunora_jobs.testing import FakeClock as FakeClock
 
 
 class RecordingDispatcher:

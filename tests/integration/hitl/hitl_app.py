@@ -1,4 +1,4 @@
-"""The user app the HITL worker tests run: ``LUNORA_APP=hitl_app:app`` (this folder on PYTHONPATH).
+"""The user app the HITL worker tests run: ``LUNORA_APP=hitl_app:build_app`` (this folder on PYTHONPATH).
 
 Everything lives on one private Redis db (``HITL_REDIS_URL``; the broker too) under ``HITL_PREFIX``:
 
@@ -127,15 +127,3 @@ def build_app() -> Any:
     from lunora_jobs.runtime import Lunora
 
     return Lunora.from_env(agents=AGENTS, redis_prefix=os.environ["HITL_PREFIX"])
-
-
-@cache
-def _app() -> Any:
-    return build_app()
-
-
-def __getattr__(name: str) -> Any:
-    # ``app`` is built on first access (PEP 562), in the worker process, after the fork.
-    if name == "app":
-        return _app()
-    raise AttributeError(name)

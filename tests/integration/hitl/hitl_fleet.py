@@ -38,7 +38,7 @@ class HitlFleet:
             "LUNORA_QUEUE": self.queue,
             "LUNORA_DATABASE_URL": database_url,
             "LUNORA_REDIS_URL": redis_url,
-            "LUNORA_APP": "hitl_app:app",
+            "LUNORA_APP": "hitl_app:build_app",
             "HITL_REDIS_URL": redis_url,
             "HITL_PREFIX": self.prefix,
             "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")]),

@@ -6,23 +6,15 @@ method can import them in a fresh interpreter.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
+
+from lunora_jobs.testing import FakeClock as _FakeClock
 
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a UTC midnight
 
-
-class FakeClock:
-    """Epoch-ms that only moves when a test says so."""
-
-    def __init__(self, now: int = START + 12 * 3_600_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        """Move time forward by ``ms``."""
-        self.now += ms
+FakeClock = partial(_FakeClock, START + 12 * 3_600_000)
+"""``lunora_jobs.testing.FakeClock`` starting at noon of START's day (usage windows are UTC days)."""
 
 
 def append_worker(url: str, thread_id: str, worker: int, rounds: int, barrier: Any) -> None:

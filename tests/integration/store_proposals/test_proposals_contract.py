@@ -30,6 +30,7 @@ from lunora_jobs.store.proposals import (
 )
 from lunora_jobs.store.schema import action_proposals, metadata, threads
 from lunora_jobs.store.sql import SqlProposalStore, create_engine
+from lunora_jobs.testing import FakeClock
 
 pytestmark = pytest.mark.integration
 
@@ -39,17 +40,6 @@ SCOPE = ProposalScope(tenant_ref=None, actor_ref="alice", thread_id=THREAD)
 RACE_WORKER = Path(__file__).with_name("race_worker.py")
 
 
-class FakeClock:
-    """An injectable epoch-ms clock the test moves by hand."""
-
-    def __init__(self, now: int = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The user app the worker-fleet tests run: ``LUNORA_APP=fleet_app:app`` (this folder on PYTHONPATH).
+"""The user app the worker-fleet tests run: ``LUNORA_APP=fleet_app:build_app`` (this folder on PYTHONPATH).
 
 Every tool counts its side effects durably in Redis (``FLEET_REDIS_URL``, keys under ``FLEET_PREFIX``):
 
@@ -143,15 +143,3 @@ def build_app() -> Any:
     app = Lunora.from_env(agents=AGENTS, redis_prefix=os.environ["FLEET_PREFIX"])
     app.deps.lease_margin_s = LEASE_MARGIN_S
     return app
-
-
-@cache
-def _app() -> Any:
-    return build_app()
-
-
-def __getattr__(name: str) -> Any:
-    # ``app`` is built on first access (PEP 562), in the worker process, after the fork.
-    if name == "app":
-        return _app()
-    raise AttributeError(name)

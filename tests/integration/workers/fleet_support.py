@@ -49,7 +49,7 @@ class Fleet:
             "LUNORA_QUEUE": self.queue,
             "LUNORA_DATABASE_URL": database_url,
             "LUNORA_REDIS_URL": redis.url(COUNTER_DB),
-            "LUNORA_APP": "fleet_app:app",
+            "LUNORA_APP": "fleet_app:build_app",
             "FLEET_REDIS_URL": redis.url(COUNTER_DB),
             "FLEET_PREFIX": self.prefix,
             # The sweep's grace (engine default 30 s) and beat's tick, scaled down to test time.
