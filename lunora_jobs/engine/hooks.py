@@ -45,6 +45,8 @@ class StepInfo:
     agent: str
     thread_id: str
     attempt: int
+    generation: int
+    """The claim's fencing generation: a retry or a takeover of the same step has a higher one."""
 
 
 class StepHooks:

@@ -106,8 +106,9 @@ class Engine:
         if not hooks:
             return None
         assert state.run is not None and state.claim is not None
+        row = state.claim.step
         info = StepInfo(state.run_id, state.step, state.kind.name, state.run.agent, state.run.thread_id,
-                        state.claim.step.attempt)
+                        row.attempt, row.generation)
         hooks.step_started(info)
         return info
 
