@@ -22,7 +22,7 @@ from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.handover import OPEN, TERMINAL, run_ended
 from lunora_jobs.engine.kinds import After, ReplanTurn, RunEnded, kind_of
-from lunora_jobs.engine.memo import TurnResult, turn_memo
+from lunora_jobs.engine.memo import TurnResult
 from lunora_jobs.engine.plan import Decision, StopReason
 from lunora_jobs.engine.runinfo import run_info, run_result_json
 from lunora_jobs.engine.steps import tool_step
@@ -35,22 +35,19 @@ log = logging.getLogger(__name__)
 
 def carry_out(
     deps: EngineDeps, run: RunRecord, agent: AgentDefinition, decision: Decision, after: After | None,
-    steps: Sequence[StepRecord],
 ) -> None:
-    """Do what ``decision`` says about ``run`` (``after`` and ``steps``: what it was planned from)."""
+    """Do what ``decision`` says about ``run``; ``after`` is what it was planned from (a
+    ``ReplanTurn`` carries the turn's memo and ledger rows)."""
     if isinstance(after, RunEnded):
         notify_step_finish(agent, after.turn, after.result)
         run_ended(deps, run, after.status)
         return
-    result: TurnResult | None = None
-    rows: Sequence[StepRecord] = steps
-    if isinstance(after, ReplanTurn):
-        rows = after.steps if after.steps is not None else steps
-        result = after.result if after.result is not None else turn_memo(rows, after.turn)
-        if after.resume and deps.store.transition_run(run.id, ("awaiting_input",), status="running"):
-            deps.store.patch_thread(run.thread_id, status="running")
+    result = after.result if isinstance(after, ReplanTurn) else None
+    resume = isinstance(after, ReplanTurn) and after.resume
+    if resume and deps.store.transition_run(run.id, ("awaiting_input",), status="running"):
+        deps.store.patch_thread(run.thread_id, status="running")
     if decision.settled and isinstance(after, ReplanTurn) and result is not None:
-        notify_step_finish(agent, after.turn, result, rows)
+        notify_step_finish(agent, after.turn, result, after.steps or ())
     if decision.dispatch:
         deps.dispatcher.dispatch(decision.dispatch)
     if decision.waits and result is not None:

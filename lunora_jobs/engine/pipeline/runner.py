@@ -116,9 +116,9 @@ class Engine:
         run, agent = state.run, state.agent
         if state.after is None or run is None or agent is None:
             return
-        decision = plan_step(state.after, state.ledger, run_id=run.id, max_turns=agent.max_turns,
-                             now=self.deps.now(), stop_when=agent.stop_when)
-        carry_out(self.deps, run, agent, decision, state.after, state.ledger)
+        decision, after = plan_step(state.after, state.ledger, run_id=run.id, max_turns=agent.max_turns,
+                                    now=self.deps.now(), stop_when=agent.stop_when)
+        carry_out(self.deps, run, agent, decision, after)
 
 
 def replan(
@@ -128,7 +128,7 @@ def replan(
     """Plan and carry out what follows turn ``turn`` outside a step (the sweep, a repair): the same
     plan and dispatch stages a step ends with. ``resume``: the run was parked; it runs again first."""
     after = kinds.ReplanTurn(turn, result, mode, tuple(steps), resume=resume)
-    decision = plan_step(after, steps, run_id=run.id, max_turns=agent.max_turns, now=deps.now(),
-                         stop_when=agent.stop_when)
-    carry_out(deps, run, agent, decision, after, steps)
+    decision, planned = plan_step(after, steps, run_id=run.id, max_turns=agent.max_turns, now=deps.now(),
+                                  stop_when=agent.stop_when)
+    carry_out(deps, run, agent, decision, planned)
     return decision
