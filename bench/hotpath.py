@@ -9,7 +9,9 @@ turn but the last calls a no-op tool, so a run is ``2*turns - 1`` steps: turns a
 1. **round trips**: PostgreSQL and Redis are reached through ``rtproxy.RoundTripProxy`` relays that
    count request bursts on the wire (BEGIN, COMMIT, pool pings and pipelines included); SQL
    statements are counted through SQLAlchemy events. Reported per step kind.
-2. **ms per step**: the same runs again on direct connections (no relay), median per step kind.
+2. **ms per step**: the same runs again on direct connections (no relay), median per step kind: wall
+   time, and this process's CPU time (the engine's own cost; on a busy machine the wall time mostly
+   measures the wait for a core).
 
 ``--portable`` is an ablation: the store's portable completion (a transaction of five statements)
 instead of the one-statement completion and the pipelined claim/fan-in reads of PostgreSQL.
@@ -135,23 +137,24 @@ def count_trips(db_url: str, queue: str, prefix: str, args: Any) -> dict[str, tu
             for kind, rows in samples.items()}
 
 
-def time_steps(db_url: str, queue: str, prefix: str, args: Any) -> dict[str, float]:
-    """Per step kind: median ms of ``execute_step`` on direct connections."""
+def time_steps(db_url: str, queue: str, prefix: str, args: Any) -> dict[str, tuple[float, float]]:
+    """Per step kind: median (wall ms, CPU ms) of ``execute_step`` on direct connections."""
     app, dispatcher = build_app(db_url, f"redis://{REDIS_HOST}:{REDIS_PORT}/0", queue, prefix, args.turns,
                                 args.portable)
-    samples: dict[str, list[float]] = defaultdict(list)
+    samples: dict[str, list[tuple[float, float]]] = defaultdict(list)
 
     def measure(kind: str, fn: Callable[[], Any]) -> None:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         fn()
-        samples[kind].append((time.perf_counter() - began) * 1000.0)
+        samples[kind].append(((time.perf_counter() - began) * 1000.0, (time.process_time() - cpu) * 1000.0))
 
     try:
         drive(app, dispatcher, 1, lambda kind, fn: fn())
         drive(app, dispatcher, args.runs, measure)
     finally:
         app.close()
-    return {kind: statistics.median(values) for kind, values in samples.items()}
+    return {kind: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+            for kind, values in samples.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     for kind in sorted(trips):
         pg_rt, redis_rt, sql = trips[kind]
         print(f"  {kind:5s}: {pg_rt:4.1f} PostgreSQL round trips ({sql:.1f} statements), "
-              f"{redis_rt:.1f} Redis round trips, {ms[kind]:6.2f} ms/step (median)")
+              f"{redis_rt:.1f} Redis round trips, {ms[kind][0]:6.2f} ms/step (median; "
+              f"{ms[kind][1]:.2f} ms CPU)")
     return 0
 
 
