@@ -16,11 +16,18 @@ OLD_PRICING = """CREATE TABLE agent_pricing (
 
 
 def _to_0003_shape(engine: sa.Engine) -> None:
-    """Turn a database at 0003 back into what 0003 left: the old pricing table, no cost_source."""
+    """Make sure a database at 0003 has what 0003 left — the old pricing table, no cost_source —
+    (the revisions are frozen DDL now, so it already has; this only undoes a newer shape) and give
+    the old table a price."""
+    inspector = sa.inspect(engine)
+    pricing = {c["name"] for c in inspector.get_columns("agent_pricing")}
+    usage = {c["name"] for c in inspector.get_columns("agent_token_usage")}
     with engine.begin() as conn:
-        conn.execute(sa.text("DROP TABLE agent_pricing"))
-        conn.execute(sa.text(OLD_PRICING))
-        conn.execute(sa.text("ALTER TABLE agent_token_usage DROP COLUMN cost_source"))
+        if "effective_from" in pricing:
+            conn.execute(sa.text("DROP TABLE agent_pricing"))
+            conn.execute(sa.text(OLD_PRICING))
+        if "cost_source" in usage:
+            conn.execute(sa.text("ALTER TABLE agent_token_usage DROP COLUMN cost_source"))
         if engine.dialect.name == "mysql":
             conn.execute(sa.text("ALTER TABLE agent_token_usage MODIFY cost_usd FLOAT"))
         conn.execute(sa.text(
