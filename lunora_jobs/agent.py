@@ -36,6 +36,8 @@ from lunora_jobs.loop import (
 from lunora_jobs.models.base import Model, ToolSpec
 from lunora_jobs.models.registry import check_model_spec, resolve_model
 from lunora_jobs.skills import SkillDefinition
+from lunora_jobs.telemetry.base import Telemetry
+from lunora_jobs.telemetry.combine import coerce_telemetry
 from lunora_jobs.tools import ToolDefinition, coerce_tool
 
 AGENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -60,7 +62,8 @@ class AgentDefinition:
     compaction: CompactionOptions | None = None
     output: OutputSpec | None = None
     on_step_finish: Callable[[StepFinish], None] | None = None
-    telemetry: Any = None
+    telemetry: Telemetry | None = None
+    """Traces of the agent's runs, turns and tool calls (``lunora_jobs.telemetry``), or None."""
     on_concurrent_run: ConcurrentRunPolicy = "reject"
     initial_state: Any = None
     memory: Any = None
@@ -160,8 +163,9 @@ def define_agent(
         raise InvalidAgentOptionError(
             f"{where}: action_approval_mode={action_approval_mode!r}; use 'blocking' or 'independent'."
         )
-    _refuse_unavailable(where, telemetry=telemetry, memory=memory,
+    _refuse_unavailable(where, memory=memory,
                         independent=action_approval_mode == "independent")
+    telemetry_option = _wrap(where, coerce_telemetry, telemetry)
     compaction_options = _wrap(where, CompactionOptions.coerce, compaction)
     if compaction_options is not None and compaction_options.model is not None:
         check_model_spec(compaction_options.model)
@@ -187,7 +191,7 @@ def define_agent(
         compaction=compaction_options,
         output=output_spec,
         on_step_finish=on_step_finish,
-        telemetry=telemetry,
+        telemetry=telemetry_option,
         on_concurrent_run=on_concurrent_run,  # type: ignore[arg-type]  # checked above
         initial_state=initial_state,
         memory=memory,
@@ -201,8 +205,6 @@ def define_agent(
 
 
 NOT_AVAILABLE = {
-    "telemetry": "telemetry= is not available yet; observe steps and runs with app.hooks.add(StepHooks) "
-                 "meanwhile.",
     "memory": "memory= is not available yet (the memory tiers are being built); leave it out, or give the "
               "agent a retrieval tool (rag's as_tool()) meanwhile.",
     "independent": "action_approval_mode='independent' is not available yet; use the default 'blocking' "

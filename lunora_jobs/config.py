@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, Field
 from pydantic_settings import SettingsConfigDict
@@ -142,6 +143,26 @@ class Settings(RagSettings):
         default=None, validation_alias=AliasChoices("LUNORA_WORKER_READY_FILE", "worker_ready_file")
     )
     """A file the worker writes once it consumes (a readiness probe can watch it)."""
+    # -- telemetry (lunora_jobs.telemetry) ------------------------------------------------------------
+    otel_exporter: Literal["none", "otlp", "console"] = Field(
+        default="none", validation_alias=AliasChoices("LUNORA_OTEL_EXPORTER", "otel_exporter")
+    )
+    """Where a worker sends the spans of agents declared with ``telemetry=otel_telemetry()``:
+    ``otlp`` (OTLP over HTTP to ``otel_endpoint``), ``console`` (stdout), ``none`` (the process's own
+    OpenTelemetry setup, if any, decides)."""
+    otel_endpoint: str = Field(
+        default="http://localhost:4318",
+        validation_alias=AliasChoices("LUNORA_OTEL_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "otel_endpoint"),
+    )
+    """The OTLP/HTTP collector's base URL (spans go to ``<endpoint>/v1/traces``)."""
+    otel_service_name: str = Field(
+        default="lunora-jobs",
+        validation_alias=AliasChoices("LUNORA_OTEL_SERVICE_NAME", "OTEL_SERVICE_NAME", "otel_service_name"),
+    )
+    """``service.name`` of the spans this process exports."""
+    step_log: bool = Field(default=False, validation_alias=AliasChoices("LUNORA_STEP_LOG", "step_log"))
+    """Log one structured line per step (logger ``lunora.steps``, INFO): run id, step, kind, attempt,
+    status, duration."""
     example_model: str = Field(
         default="gpt-4o-mini", validation_alias=AliasChoices("LUNORA_EXAMPLE_MODEL", "example_model")
     )

@@ -31,7 +31,8 @@ from typing import Any
 
 from celery import Celery, signals
 
-import workers.heartbeat  # noqa: F401  (connects the worker heartbeat to the worker's signals)
+import workers.heartbeat
+import workers.telemetry  # noqa: F401  (the span exporter of LUNORA_OTEL_EXPORTER, flushed at exit)
 from lunora_jobs.config import Settings
 from lunora_jobs.errors import ConfigurationError
 from workers import quiet_ticks

@@ -5,6 +5,9 @@ with ``app.hooks.add(MyHooks())`` (or ``EngineDeps.hooks``). The pipeline calls,
 
 - ``step_started(step)``: the step was claimed and its work is about to run (not for replays,
   busy or refused deliveries — nothing runs for those);
+- ``step_output(step, output)``: right before ``step_finished``, what the step produced (its
+  recorded result, its error, what it worked on): for observers that describe a step (a model
+  call's tokens, a tool's name) rather than only time it;
 - ``step_finished(step, status)``: after the step, whatever happened (``completed``, ``retry``,
   ``failed``, ``lost``, or ``error`` when the work raised out of the pipeline); always paired with
   ``step_started`` on the same thread, so a span opened in one can be closed in the other;
@@ -27,9 +30,11 @@ Example::
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from lunora_jobs.store.records import RunRecord
+from lunora_jobs.store.records import JSON, MessageRecord, RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,22 @@ class StepInfo:
     attempt: int
     generation: int
     """The claim's fencing generation: a retry or a takeover of the same step has a higher one."""
+    trace: Mapping[str, str] | None = None
+    """The trace-context carrier stored with the run at its start (``telemetry=``), else None."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutput:
+    """What a step that did work produced (``StepHooks.step_output``)."""
+
+    result: JSON
+    """The recorded result when the step completed (a turn's memo, a tool's output), else None."""
+    error: str | None
+    """``Type: message`` when the work raised."""
+    subject: Any
+    """What the kind worked on, found before the claim (a tool step's located call), or None."""
+    history: Sequence[MessageRecord] | None
+    """A turn's prompt history when it was read with the claim, else None."""
 
 
 class StepHooks:
@@ -54,6 +75,9 @@ class StepHooks:
 
     def step_started(self, step: StepInfo) -> None:
         """The step was claimed; its work runs next."""
+
+    def step_output(self, step: StepInfo, output: StepOutput) -> None:
+        """What the step produced; called right before ``step_finished`` (not when it raised)."""
 
     def step_finished(self, step: StepInfo, status: str) -> None:
         """The step is over (see the module docstring for ``status``)."""
@@ -78,6 +102,10 @@ class HookSet:
     def step_started(self, step: StepInfo) -> None:
         """Tell every hook the step started."""
         self._each("step_started", step)
+
+    def step_output(self, step: StepInfo, output: StepOutput) -> None:
+        """Tell every hook what the step produced."""
+        self._each("step_output", step, output)
 
     def step_finished(self, step: StepInfo, status: str) -> None:
         """Tell every hook the step finished."""

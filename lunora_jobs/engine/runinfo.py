@@ -22,13 +22,19 @@ class RunInfo:
     thread_key: str
     instructions: str | None
     title: str | None = None
+    trace: dict[str, str] | None = None
+    """The trace-context carrier the agent's ``telemetry=`` returned at run start (every step of the
+    run is parented on it, whichever worker runs it), else None."""
 
     def to_json(self) -> dict[str, Any]:
-        """The stored form."""
-        return {
+        """The stored form (``trace`` only when there is one)."""
+        data: dict[str, Any] = {
             "input": self.input, "thread_key": self.thread_key,
             "instructions": self.instructions, "title": self.title,
         }
+        if self.trace:
+            data["trace"] = self.trace
+        return data
 
 
 def run_info(run: RunRecord) -> RunInfo:
@@ -36,7 +42,9 @@ def run_info(run: RunRecord) -> RunInfo:
     data = run.input
     if isinstance(data, dict) and "thread_key" in data:
         key = str(data["thread_key"])
-        return RunInfo(data.get("input"), key, data.get("instructions"), data.get("title"))
+        trace = data.get("trace")
+        return RunInfo(data.get("input"), key, data.get("instructions"), data.get("title"),
+                       trace if isinstance(trace, dict) else None)
     return RunInfo(data, run.thread_id, None)
 
 

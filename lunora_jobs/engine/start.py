@@ -21,6 +21,7 @@ from lunora_jobs.engine.handover import open_run, promote_next
 from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.runinfo import RunInfo, run_info
 from lunora_jobs.store.records import NewRun
+from lunora_jobs.telemetry.base import RunStart, start_trace
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
@@ -68,7 +69,12 @@ def start_run(
         instructions = agent.resolve_instructions(
             {"run_id": run_id, "thread_key": key, "owner": owner, "input": input}
         )
-        info = RunInfo(input, key, instructions, title)
+        trace = None
+        if agent.telemetry is not None:  # the carrier every step of the run is parented on
+            trace = start_trace(agent.telemetry, RunStart(
+                run_id, agent.name, key, owner, input if agent.telemetry.record_inputs else None
+            ))
+        info = RunInfo(input, key, instructions, title, trace)
         run = store.create_run(NewRun(
             run_id, thread.id, agent.name, info.to_json(), owner=owner, status="running" if owns else "queued"
         ))

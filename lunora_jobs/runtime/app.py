@@ -31,8 +31,10 @@ from lunora_jobs.pricing import PricingStore
 from lunora_jobs.runtime.agents_client import AgentsNamespace
 from lunora_jobs.runtime.approvals_api import ApprovalsAPI
 from lunora_jobs.runtime.project_path import ensure_cwd_on_path
+from lunora_jobs.runtime.telemetry_hooks import TelemetryHooks
 from lunora_jobs.runtime.threads_api import ThreadsAPI
 from lunora_jobs.store.base import AgentStore
+from lunora_jobs.telemetry.steplog import StepLogHooks
 
 DEFAULT_DISPATCHER = "workers.dispatch:CeleryDispatcher"
 
@@ -111,6 +113,11 @@ class Lunora:
         """Live thread updates: ``app.events.subscribe(listener)`` (Redis pub/sub too with ``redis_url``)."""
         self.hooks: HookSet = self.deps.hooks
         """Observers around every step and run end: ``app.hooks.add(StepHooks subclass)``."""
+        if any(agent.telemetry is not None for agent in registry.values()):
+            # The agents' telemetry=; with none declared no hook is registered (no cost per step).
+            self.hooks.add(TelemetryHooks(registry, self.store))
+        if self.settings.step_log:
+            self.hooks.add(StepLogHooks())
         self.engine = Engine(self.deps)
         self.agents = AgentsNamespace(self.deps, registry)
         self.threads = ThreadsAPI(self.store)

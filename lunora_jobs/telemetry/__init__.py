@@ -1,1 +1,27 @@
-"""Lunora Jobs."""
+"""Telemetry for agents: ``define_agent(..., telemetry=...)`` traces every run, turn and tool call.
+
+- ``otel_telemetry()``: OpenTelemetry spans with the GenAI semantic conventions; one run is one
+  trace across workers (``otel.py``); ``configure_tracing`` sets up an exporter from Settings;
+- ``console_telemetry()``: structured lines, no dependency;
+- ``combine_telemetry(a, b)``: both, ``a``'s wrapper outermost;
+- ``Telemetry``: the base class for your own integration (``base.py`` says what is called when).
+
+Privacy-safe by default: nothing of a prompt, tool argument, model text or tool result is recorded
+unless an integration is built with ``record_inputs=True`` / ``record_outputs=True``.
+"""
+
+from lunora_jobs.telemetry.base import RunEnd, RunStart, StepReport, Telemetry, TelemetryStep
+from lunora_jobs.telemetry.combine import combine_telemetry
+from lunora_jobs.telemetry.console import console_telemetry
+from lunora_jobs.telemetry.otel import otel_telemetry
+
+__all__ = [
+    "RunEnd",
+    "RunStart",
+    "StepReport",
+    "Telemetry",
+    "TelemetryStep",
+    "combine_telemetry",
+    "console_telemetry",
+    "otel_telemetry",
+]

@@ -37,7 +37,7 @@ from typing import Any
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine import kinds
 from lunora_jobs.engine.context import EngineDeps
-from lunora_jobs.engine.hooks import StepInfo
+from lunora_jobs.engine.hooks import StepInfo, StepOutput
 from lunora_jobs.engine.memo import TurnResult
 from lunora_jobs.engine.pipeline.claim import claim
 from lunora_jobs.engine.pipeline.complete import complete
@@ -45,6 +45,7 @@ from lunora_jobs.engine.pipeline.dispatch import carry_out
 from lunora_jobs.engine.pipeline.planning import plan_step
 from lunora_jobs.engine.pipeline.work import work
 from lunora_jobs.engine.plan import CallMode, Decision
+from lunora_jobs.engine.runinfo import run_info
 from lunora_jobs.store.records import JSON, RunRecord, StepRecord
 
 
@@ -95,6 +96,8 @@ class Engine:
                     deps.hooks.step_finished(info, "error")
                 raise
             if info is not None:
+                output = StepOutput(state.result, state.error, state.subject, state.history)
+                deps.hooks.step_output(info, output)
                 deps.hooks.step_finished(info, state.status)
         elif state.after is not None:  # replayed or refused: no work, but the plan still stands
             complete(deps, state)
@@ -108,7 +111,7 @@ class Engine:
         assert state.run is not None and state.claim is not None
         row = state.claim.step
         info = StepInfo(state.run_id, state.step, state.kind.name, state.run.agent, state.run.thread_id,
-                        row.attempt, row.generation)
+                        row.attempt, row.generation, run_info(state.run).trace)
         hooks.step_started(info)
         return info
 

@@ -13,7 +13,6 @@ from lunora_jobs.errors import InvalidAgentOptionError
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"telemetry": object()}, "telemetry"),
         ({"memory": {"source": "rag:docs"}}, "memory"),
         ({"action_approval_mode": "independent"}, "independent"),
     ],
