@@ -8,6 +8,8 @@ is started by ``.ci/run`` and a skip would hide a broken setup.
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import NoReturn
 
 import pytest
@@ -53,3 +55,16 @@ def service_unavailable(reason: str) -> NoReturn:
         pytest.fail(f"{reason} (CI=true: .ci/run starts every service, so this is a failure, not a skip)",
                     pytrace=False)
     pytest.skip(reason)
+
+
+def require_module(name: str, extra: str = "all-tests") -> ModuleType:
+    """Import an optional package a test needs: skip without it (the whole module, when called at import
+    time) on a developer's machine, fail under ``CI=true``, where ``.ci/run`` installs every extra."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        reason = f"{name} is not installed: pip install -e \".[{extra}]\""
+        if settings.ci:
+            pytest.fail(f"{reason} (CI=true: .ci/run installs it, so this is a failure, not a skip)",
+                        pytrace=False)
+        pytest.skip(reason, allow_module_level=True)

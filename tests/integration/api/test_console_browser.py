@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from api_stack import TOKENS, ApiStack
-from suite_settings import service_unavailable
+from suite_settings import require_module, service_unavailable
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -27,7 +27,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
         service_unavailable("Debian's chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
+    sync_playwright = require_module("playwright.sync_api").sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)

@@ -9,6 +9,7 @@ from typing import Literal
 import pytest
 from anthropic_messages_server import MessagesServer, message, messages_server, text_block, tool_use_block
 from pydantic import BaseModel
+from suite_settings import require_module
 
 from lunora_jobs.ai import embed, generate_object, generate_text, stream_text
 from lunora_jobs.config import Settings
@@ -19,7 +20,7 @@ from lunora_jobs.models.registry import resolve_model
 from lunora_jobs.models.streaming import TextDelta, ToolCallDelta, TurnDone
 from lunora_jobs.tools import tool
 
-anthropic = pytest.importorskip("anthropic")  # the 'anthropic' extra; CI installs it
+anthropic = require_module("anthropic")  # the all-tests extra; CI installs it
 
 from lunora_jobs.models.anthropic import AnthropicModel  # noqa: E402
 

@@ -11,16 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sqlalchemy as sa
+from suite_settings import require_module
 
 from rag.errors import DimensionMismatchError, RagConfigurationError
 from rag.stores.base import VectorRecord
 
-pytest.importorskip("pgserver")  # the dev extra ships it; CI installs it
-pytest.importorskip("pgvector")
+require_module("pgserver")  # the all-tests extra; CI installs it
+require_module("pgvector")
 
-from pgvector_server import pgvector_server
+from pgvector_server import pgvector_server  # noqa: E402 (after the check that pgserver is there)
 
-from rag.stores.pgvector import PgVectorStore
+from rag.stores.pgvector import PgVectorStore  # noqa: E402 (imports pgvector)
 
 _spec = importlib.util.spec_from_file_location(
     "rag_store_contract", Path(__file__).parents[2] / "unit" / "rag_stores" / "store_contract.py"
