@@ -10,6 +10,17 @@ MAX_KEY = 255
 MAX_SEQ = 2**62
 
 
+def is_storable(value: str) -> bool:
+    """Whether the database can hold ``value``: no NUL (PostgreSQL text), valid UTF-8 (no lone surrogate)."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _storable(value: str) -> str:
     # PostgreSQL text cannot hold NUL, and a lone surrogate cannot be encoded as UTF-8: refuse both
     # up front (422) instead of failing inside the database.

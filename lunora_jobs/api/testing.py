@@ -1,9 +1,12 @@
-"""Start and stop real ``lunora api`` processes from tests and benchmarks.
+"""Start and stop real ``lunora api`` processes (or an in-process server) from tests and benchmarks.
 
 Example::
 
     with ApiProcess(env={"LUNORA_APP": "myapp:app", "LUNORA_API_TOKENS_FILE": "tokens.json"}) as api:
         httpx.get(f"{api.url}/healthz")
+
+    with serve_in_thread(create_app(app, authenticator)) as url:   # the embedded mode, one process
+        httpx.get(f"{url}/healthz")
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -26,6 +30,28 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serve_in_thread(asgi_app: Any, timeout: float = 30.0) -> Iterator[str]:
+    """Serve ``asgi_app`` with uvicorn on a thread of this process (127.0.0.1, a free port); yields
+    its base URL and stops the server on exit."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(asgi_app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, name="lunora-api-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            server.should_exit = True
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 class ApiProcess:

@@ -11,6 +11,7 @@ from lunora_jobs.api.auth.base import Identity
 from lunora_jobs.api.context import ApiContext
 from lunora_jobs.api.problems import problem_responses
 from lunora_jobs.api.schemas import (
+    MAX_KEY,
     MAX_SEQ,
     ApprovalsOut,
     DecisionIn,
@@ -19,11 +20,16 @@ from lunora_jobs.api.schemas import (
     MessagePage,
     StateOut,
     ThreadOut,
+    is_storable,
 )
 from lunora_jobs.api.views import approval_view, message_view, thread_view
+from lunora_jobs.errors import NotFoundError
 
 ThreadKey = Annotated[Key, Path(description="The thread's key.")]
-CallId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[\x21-\x7e]+$")]
+# Any text: the id is the provider's, so no character set is promised (an id with a space or a '%'
+# must stay approvable); an id no call can have (a NUL) is simply not pending — 404, never 422.
+CallId = Annotated[str, Path(min_length=1, max_length=MAX_KEY,
+                             description="The tool call's id, as the model gave it (percent-encoded).")]
 
 
 def router(ctx: ApiContext) -> APIRouter:
@@ -66,6 +72,8 @@ def router(ctx: ApiContext) -> APIRouter:
 
     def decide(key: str, call_id: str, approve: bool, body: DecisionIn | None, who: Identity) -> DecisionOut:
         visible_thread(ctx.store, key, who)
+        if not is_storable(call_id):  # never a stored call's id; the database would refuse the lookup
+            raise NotFoundError(f"no pending approval {call_id!r} on thread {key!r}")
         result = ctx.lunora.approvals.resolve(
             key, call_id, approve=approve, reason=body.reason if body else None, viewer=who.subject,
             trusted=who.admin,

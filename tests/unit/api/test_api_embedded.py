@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
-from ports import free_port
 
 from lunora_jobs import Lunora, define_agent
 from lunora_jobs.api import BearerTokenAuthenticator, create_app
+from lunora_jobs.api.testing import serve_in_thread
 from lunora_jobs.client import AsyncClient, Client
 from lunora_jobs.models import ScriptedModel
 from lunora_jobs.testing import final_turn
@@ -29,19 +27,10 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Lunora]]:
                  model=ScriptedModel([final_turn("first"), final_turn("second")]))
     app.store.ensure_tables()
     api = create_app(app, BearerTokenAuthenticator({"tok": "alice"}), heartbeat_s=0.5)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(api, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}", app
+        with serve_in_thread(api) as url:
+            yield url, app
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
         app.close()
 
 
