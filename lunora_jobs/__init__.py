@@ -33,6 +33,7 @@ from lunora_jobs.errors import (
     OutputParseError,
     ScriptExhaustedError,
     StepExhaustedError,
+    ToolError,
     ToolInputError,
     UnknownModelProviderError,
 )
@@ -62,6 +63,7 @@ from lunora_jobs.models import (
 )
 from lunora_jobs.runtime import AgentClient, Lunora, RunResult, load_app
 from lunora_jobs.skills import SkillDefinition, define_skill
+from lunora_jobs.toolbox import McpServer, mcp_tools
 from lunora_jobs.tools import ToolContext, ToolDefinition, define_tool, function_tool, tool
 
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "LocalLock",
     "Lunora",
     "LunoraError",
+    "McpServer",
     "Model",
     "ModelTurn",
     "NotFoundError",
@@ -99,6 +102,7 @@ __all__ = [
     "ToolCall",
     "ToolContext",
     "ToolDefinition",
+    "ToolError",
     "ToolInputError",
     "UnknownModelProviderError",
     "Usage",
@@ -109,6 +113,7 @@ __all__ = [
     "function_tool",
     "has_tool_call",
     "load_app",
+    "mcp_tools",
     "register_model_provider",
     "resolve_model",
     "step_count_is",

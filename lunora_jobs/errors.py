@@ -62,6 +62,36 @@ class ToolInputError(LunoraError, ValueError):
     """
 
 
+class ToolError(LunoraError, RuntimeError):
+    """A tool failed in a way the model should read and act on (an MCP tool's own error result, a bad
+    reference in a code script): the tool step completes at once with the message as an error result.
+
+    Raise it from a tool's ``execute`` for failures a retry cannot fix; any other exception is retried
+    through the ledger up to the agent's ``max_attempts`` first.
+    """
+
+
+# --- MCP servers (lunora_jobs.toolbox.mcp) ---------------------------------------------------
+
+
+class McpUnavailableError(ConfigurationError, ImportError):
+    """``mcp_tools`` needs the official MCP SDK: ``pip install 'lunora-jobs[mcp]'``."""
+
+
+class McpConnectionError(LunoraError, ConnectionError):
+    """An MCP server could not be started or reached, or its session broke. A tool step that hits it
+    is retried through the ledger; at declaration (``mcp_tools``) it says which server and how to fix it."""
+
+
+class McpToolNotFoundError(ConfigurationError, LookupError):
+    """``mcp_tools(only=[...])`` names a tool the server does not list; the message lists what it does."""
+
+
+class McpToolError(ToolError):
+    """An MCP server answered a tool call with an error (``isError`` or a JSON-RPC error): the model
+    reads the server's message as the call's result."""
+
+
 class OutputParseError(LunoraError, ValueError):
     """The model's final answer is not valid JSON for the agent's ``output`` schema."""
 

@@ -6,8 +6,10 @@ is in the ledger; a rejected call completes with a tool message saying so instea
 model reads why on its next turn). Exceptions are retried through the ledger up to the agent's
 ``max_attempts``; after the last attempt the step completes with a tool-error message instead, so
 the model sees the failure on its next turn and the run carries on (a run is never lost to a flaky
-tool). A worker that dies mid-tool is different: its lease expires, the claim is taken over, and
-after ``max_attempts`` claims the run fails (the poison-step rule, in the claim stage).
+tool). A ``ToolError`` (an MCP server's error result, a bad code-script reference) is not retried:
+the step completes at once with its message as an error result. A worker that dies mid-tool is
+different: its lease expires, the claim is taken over, and after ``max_attempts`` claims the run
+fails (the poison-step rule, in the claim stage).
 
 After its completion a tool step reads the ledger rows of its turn (in the same round trip where
 the store can) and the planner fans in: whichever tool sees every call of the turn answered
@@ -39,6 +41,7 @@ from lunora_jobs.engine.steps import (
     turn_number,
     turn_step,
 )
+from lunora_jobs.errors import ToolError
 from lunora_jobs.models.messages import tool_message
 from lunora_jobs.store.base import AgentStore
 from lunora_jobs.store.records import NewMessage, RunRecord, StepCompletion, StepRecord
@@ -112,7 +115,10 @@ class ToolStep(StepKind):
         assert run is not None and agent is not None and isinstance(subject, ToolCallSubject)
         if subject.rejection is not None:
             return self._done(run, agent, subject.located, subject.rejection, is_error=True)
-        output = execute_tool(deps, run, agent, subject.located, state.step)
+        try:
+            output = execute_tool(deps, run, agent, subject.located, state.step)
+        except ToolError as exc:  # the model reads it; a retry cannot fix it
+            return self._done(run, agent, subject.located, f"Error: {exc}", is_error=True)
         return self._done(run, agent, subject.located, output)
 
     def give_up(self, deps: EngineDeps, state: StepState, error: str) -> Work | None:

@@ -1,0 +1,9 @@
+"""Tools from other places: MCP servers (``mcp_tools``).
+
+Each helper returns ordinary ``ToolDefinition``\\s: every call the model makes is a durable
+``tool:<name>:<call_id>`` step, memoized in the ledger like any other tool.
+"""
+
+from lunora_jobs.toolbox.mcp import McpServer, mcp_tools
+
+__all__ = ["McpServer", "mcp_tools"]
