@@ -33,6 +33,8 @@ from lunora_jobs.loop import (
     StepFinish,
     StopCondition,
 )
+from lunora_jobs.memory.options import SemanticMemory, coerce_memory
+from lunora_jobs.memory.tools import memory_tools
 from lunora_jobs.models.base import Model, ToolSpec
 from lunora_jobs.models.registry import check_model_spec, resolve_model
 from lunora_jobs.skills import SkillDefinition
@@ -66,7 +68,7 @@ class AgentDefinition:
     """Traces of the agent's runs, turns and tool calls (``lunora_jobs.telemetry``), or None."""
     on_concurrent_run: ConcurrentRunPolicy = "reject"
     initial_state: Any = None
-    memory: Any = None
+    memory: SemanticMemory | None = None
     skills: tuple[SkillDefinition, ...] = ()
     on_email: Callable[..., Any] | None = None
     on_inbound: Any = None
@@ -83,6 +85,17 @@ class AgentDefinition:
         parts = [_resolve_text(self.name, self.instructions, context)]
         parts += [_resolve_text(self.name, getattr(s, "instructions", ""), context) for s in self.skills]
         return "\n\n".join(p for p in parts if p)
+
+    @property
+    def memories(self) -> tuple[SemanticMemory, ...]:
+        """The agent's memory, then each skill's knowledge, in skill order."""
+        own = (self.memory,) if self.memory is not None else ()
+        return own + tuple(s.memory for s in self.skills if isinstance(s.memory, SemanticMemory))
+
+    @property
+    def memory_reads(self) -> tuple[str, ...]:
+        """The run-start memory steps, in the order they run before ``llm:turn:0``."""
+        return tuple(m.step for m in self.memories if m.mode == "inject")
 
     def resolve_model(self, settings: Settings | None = None) -> Model:
         """The agent's ``Model`` (strings through the provider registry)."""
@@ -163,8 +176,7 @@ def define_agent(
         raise InvalidAgentOptionError(
             f"{where}: action_approval_mode={action_approval_mode!r}; use 'blocking' or 'independent'."
         )
-    _refuse_unavailable(where, memory=memory,
-                        independent=action_approval_mode == "independent")
+    _refuse_unavailable(where, independent=action_approval_mode == "independent")
     telemetry_option = _wrap(where, coerce_telemetry, telemetry)
     compaction_options = _wrap(where, CompactionOptions.coerce, compaction)
     if compaction_options is not None and compaction_options.model is not None:
@@ -177,8 +189,9 @@ def define_agent(
             raise InvalidAgentOptionError(
                 f"{where}: initial_state must be JSON-serialisable ({exc})."
             ) from exc
+    memory_options = _wrap(where, coerce_memory, memory)
     skill_list = _check_skills(where, skills)
-    tool_map = _collect_tools(where, tools, skill_list)
+    tool_map = _collect_tools(where, tools, skill_list, memory_options, name)
     return AgentDefinition(
         name=name,
         instructions=instructions,
@@ -194,7 +207,7 @@ def define_agent(
         telemetry=telemetry_option,
         on_concurrent_run=on_concurrent_run,  # type: ignore[arg-type]  # checked above
         initial_state=initial_state,
-        memory=memory,
+        memory=memory_options,
         skills=skill_list,
         on_email=on_email,
         on_inbound=on_inbound,
@@ -205,8 +218,6 @@ def define_agent(
 
 
 NOT_AVAILABLE = {
-    "memory": "memory= is not available yet (the memory tiers are being built); leave it out, or give the "
-              "agent a retrieval tool (rag's as_tool()) meanwhile.",
     "independent": "action_approval_mode='independent' is not available yet; use the default 'blocking' "
                    "approvals (needs_approval on the tool).",
 }
@@ -277,15 +288,18 @@ def _wrap(where: str, coerce: Callable[[Any], Any], value: Any) -> Any:
     try:
         return coerce(value)
     except InvalidAgentOptionError as exc:
-        raise InvalidAgentOptionError(f"{where}: {exc}") from exc
+        raise type(exc)(f"{where}: {exc}") from exc  # keep the subclass (OptionNotAvailableError)
 
 
 def _collect_tools(
     where: str,
     tools: Sequence[ToolDefinition] | Mapping[str, ToolDefinition],
     skills: tuple[SkillDefinition, ...],
+    memory: SemanticMemory | None = None,
+    agent: str = "",
 ) -> dict[str, ToolDefinition]:
-    """Flatten the agent's tools and its skills' tools into one namespace; a clash is an error."""
+    """Flatten the agent's tools, its skills' tools and the memory tools (agentic mode) into one
+    namespace; a clash is an error."""
     sources: list[tuple[str, str | None, Any]] = []
     if isinstance(tools, Mapping):
         sources += [("the agent", key, value) for key, value in tools.items()]
@@ -295,6 +309,12 @@ def _collect_tools(
         sources += [("the agent", None, value) for value in tools]
     for skill in skills:
         sources += [(f"skill {skill.name!r}", None, value) for value in skill.tools.values()]
+    if memory is not None:
+        sources += [("memory (mode='agentic')", None, value) for value in memory_tools(memory, agent)]
+    for skill in skills:
+        if isinstance(skill.memory, SemanticMemory):
+            sources += [(f"skill {skill.name!r}'s knowledge", None, value)
+                        for value in memory_tools(skill.memory, agent)]
     result: dict[str, ToolDefinition] = {}
     owners: dict[str, str] = {}
     for owner, key, raw in sources:

@@ -3,8 +3,9 @@
 ``define_agent(skills=[...])`` folds skills at declaration time: tools join the agent's own in one flat
 namespace (a name clash raises ``DuplicateToolError``), instructions append after the agent's own in
 skill order (joined by blank lines; callables resolve once at run start). A skill's ``memory``
-(knowledge, retrieved as the durable step ``memory:retrieve:<name>``) is not available yet and raises
-``OptionNotAvailableError``.
+(its knowledge: the same shape as an agent's ``memory``) is retrieved as the durable step
+``memory:retrieve:<name>`` and injected after the agent's own memory context, or, with
+``mode="agentic"``, mints the tools ``search_<name>`` / ``read_<name>``.
 
 Example::
 
@@ -23,7 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lunora_jobs.errors import DuplicateToolError, InvalidAgentOptionError, OptionNotAvailableError
+from lunora_jobs.errors import DuplicateToolError, InvalidAgentOptionError
+from lunora_jobs.memory.options import SemanticMemory, coerce_memory
 from lunora_jobs.tools import ToolDefinition, coerce_tool
 
 SKILL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -36,8 +38,8 @@ class SkillDefinition:
     name: str
     instructions: str | Callable[[dict[str, Any]], str] = ""
     tools: dict[str, ToolDefinition] = field(default_factory=dict)
-    memory: Any = None
-    """The skill's knowledge source (same shape as an agent's ``memory``), or None."""
+    memory: SemanticMemory | None = None
+    """The skill's knowledge (validated like an agent's ``memory``), or None."""
 
 
 def define_skill(
@@ -56,11 +58,10 @@ def define_skill(
         raise InvalidAgentOptionError(
             f"Skill {name!r}: instructions must be a str or a callable(context) -> str."
         )
-    if memory is not None:
-        raise OptionNotAvailableError(
-            f"Skill {name!r}: memory= is not available yet (the memory tiers are being built); leave it "
-            "out, or add a retrieval tool (rag's as_tool()) to the skill's tools meanwhile."
-        )
+    try:
+        knowledge = coerce_memory(memory, label=name)
+    except InvalidAgentOptionError as exc:
+        raise type(exc)(f"Skill {name!r}: {exc}") from exc
     items = list(tools.items()) if isinstance(tools, Mapping) else [(None, t) for t in tools]
     tool_map: dict[str, ToolDefinition] = {}
     for key, raw in items:
@@ -75,4 +76,4 @@ def define_skill(
         if tool_def.name in tool_map:
             raise DuplicateToolError(f"Skill {name!r} declares the tool {tool_def.name!r} twice; rename one.")
         tool_map[tool_def.name] = tool_def
-    return SkillDefinition(name=name, instructions=instructions, tools=tool_map, memory=memory)
+    return SkillDefinition(name=name, instructions=instructions, tools=tool_map, memory=knowledge)

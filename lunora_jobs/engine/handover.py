@@ -66,7 +66,9 @@ def promote_next(deps: EngineDeps, thread_id: str) -> str | None:
         if run.status in ("queued", "running"):
             # Also the repair of a promotion that died before dequeuing: both writes are idempotent.
             open_run(deps, run)
-            deps.dispatcher.dispatch(plan_start(run_id).dispatch)
+            agent = deps.agents.get(run.agent)
+            reads = agent.memory_reads if agent is not None else ()
+            deps.dispatcher.dispatch(plan_start(run_id, reads).dispatch)
         store.dequeue_run(thread_id, run_id)
         return run_id
     return None

@@ -18,7 +18,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -110,6 +110,14 @@ def plan_turn(facts: TurnFacts, stop_met: Callable[[], bool]) -> Decision:
     return Decision(dispatch=(StepTask(facts.run_id, turn_step(facts.turn + 1), "turn"),))
 
 
-def plan_start(run_id: str) -> Decision:
-    """The first step of a run (memory steps will precede it once memory lands)."""
+def plan_start(run_id: str, reads: Sequence[str] = ()) -> Decision:
+    """The first step of a run: its first run-start memory read (``reads``, in order), else turn 0."""
+    if reads:
+        return Decision(dispatch=(StepTask(run_id, reads[0], "memory"),))
     return Decision(dispatch=(StepTask(run_id, turn_step(0), "turn"),))
+
+
+def plan_after_read(run_id: str, reads: Sequence[str], step: str) -> Decision:
+    """What follows run-start memory read ``step``: the next of ``reads``, after the last turn 0."""
+    later = list(reads[reads.index(step) + 1 :]) if step in reads else []
+    return plan_start(run_id, later)

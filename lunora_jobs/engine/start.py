@@ -85,7 +85,7 @@ def start_run(
             store.release_thread(thread.id, run_id)
         raise
     if owns:
-        deps.dispatcher.dispatch(plan_start(run_id).dispatch)
+        deps.dispatcher.dispatch(plan_start(run_id, agent.memory_reads).dispatch)
     else:
         store.enqueue_run(thread.id, run_id)
         promote_next(deps, thread.id)  # the owner may have ended between our check and our enqueue

@@ -104,7 +104,7 @@ def _sweep_run(deps: EngineDeps, run: RunRecord, grace_ms: int, report: SweepRep
         return  # another app's agent: its own workers sweep it
     latest = latest_turn(steps)
     if latest is None:
-        tasks = plan_start(run.id).dispatch
+        tasks = plan_start(run.id, agent.memory_reads).dispatch
     else:
         number, row = latest
         if row.status == "failed":

@@ -77,7 +77,15 @@ class Retry:
     task: StepTask
 
 
-After = ReplanTurn | RunEnded | RunFails | Retry
+@dataclass(frozen=True, slots=True)
+class DispatchNext:
+    """The step is done and ``tasks`` follow it (a run-start memory read hands on to the next read,
+    the last one to ``llm:turn:0``)."""
+
+    tasks: tuple[StepTask, ...]
+
+
+After = ReplanTurn | RunEnded | RunFails | Retry | DispatchNext
 """What a step hands the planner once it is recorded (or found recorded already)."""
 
 

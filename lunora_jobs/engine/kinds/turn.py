@@ -44,6 +44,7 @@ from lunora_jobs.engine.steps import (
 )
 from lunora_jobs.errors import ConfigurationError, ToolInputError
 from lunora_jobs.loop import PrepareStepArgs, PrepareStepResult, RepairArgs
+from lunora_jobs.memory.inject import with_memory
 from lunora_jobs.models.base import Model, ToolCall, ToolChoice, Usage
 from lunora_jobs.models.messages import assistant_message
 from lunora_jobs.store.records import MessageRecord, NewMessage, RunRecord, StepCompletion, UsageEntry
@@ -149,7 +150,12 @@ def run_turn(
             summarizer = deps.resolve(f"compaction:{agent.name}", spec)
     if history is None:
         history = deps.store.load_thread_for_turn(run.thread_id)
-    prompt = prepare_prompt(info.instructions, history, agent.compaction, summarizer)
+    system = info.instructions
+    if agent.memory_reads:  # the run-start reads' recorded contexts (memoized: never searched here)
+        recorded = {name: row.result for name in agent.memory_reads
+                    if (row := deps.store.get_step(run.id, name)) is not None and row.status == "completed"}
+        system = with_memory(system, agent.memories, recorded)
+    prompt = prepare_prompt(system, history, agent.compaction, summarizer)
     messages = prompt.messages
     tool_choice: ToolChoice = "auto"
     active: list[str] | None = None

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 
-from lunora_jobs.engine.kinds import After, Retry, RunEnded, RunFails
+from lunora_jobs.engine.kinds import After, DispatchNext, Retry, RunEnded, RunFails
 from lunora_jobs.engine.memo import stop_condition_met, turn_facts, turn_memo
 from lunora_jobs.engine.plan import Decision, plan_turn
 from lunora_jobs.loop import StopCondition
@@ -33,6 +33,8 @@ def plan_step(
         return Decision(fail=after.error), after
     if isinstance(after, Retry):
         return Decision(dispatch=(after.task,)), after
+    if isinstance(after, DispatchNext):
+        return Decision(dispatch=after.tasks), after
     rows = after.steps if after.steps is not None else tuple(steps)
     result = after.result if after.result is not None else turn_memo(rows, after.turn)
     if result is None:

@@ -13,7 +13,8 @@ from lunora_jobs.errors import InvalidAgentOptionError
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"memory": {"source": "rag:docs"}}, "memory"),
+        ({"memory": {"kind": "graph"}}, "graph"),
+        ({"memory": {"kind": "episodic"}}, "episodic"),
         ({"action_approval_mode": "independent"}, "independent"),
     ],
 )
@@ -24,9 +25,9 @@ def test_an_option_not_built_yet_raises_a_named_error(options: dict[str, Any], n
     assert isinstance(raised.value, InvalidAgentOptionError)  # callers catching option errors see it too
 
 
-def test_a_skill_with_knowledge_is_refused_too() -> None:
-    with pytest.raises(OptionNotAvailableError, match="memory"):
-        define_skill("billing", "Confirm the order id first.", memory={"source": "rag:billing"})
+def test_a_skill_with_graph_knowledge_is_refused_too() -> None:
+    with pytest.raises(OptionNotAvailableError, match="graph"):
+        define_skill("billing", "Confirm the order id first.", memory={"kind": "graph"})
 
 
 def test_the_defaults_of_those_options_declare_fine() -> None:
