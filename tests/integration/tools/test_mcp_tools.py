@@ -15,12 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp_support import calls, http_server, stdio_server
+from suite_settings import require_module
 
-from lunora_jobs import define_agent
-from lunora_jobs.errors import McpConnectionError, McpToolNotFoundError
-from lunora_jobs.testing import agent_harness, final_turn, tool_call_turn
-from lunora_jobs.toolbox import McpServer, mcp_tools
+require_module("mcp", extra="mcp")
+
+from mcp_support import calls, http_server, stdio_server  # noqa: E402
+
+from lunora_jobs import define_agent  # noqa: E402
+from lunora_jobs.errors import McpConnectionError, McpToolNotFoundError  # noqa: E402
+from lunora_jobs.testing import agent_harness, final_turn, tool_call_turn  # noqa: E402
+from lunora_jobs.toolbox import McpServer, mcp_tools  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
