@@ -50,6 +50,7 @@ class ToolContext:
     _run_function: Callable[..., Any] | None = field(default=None, repr=False)
     _get_state: Callable[[], Any] | None = field(default=None, repr=False)
     _set_state: Callable[[Any], None] | None = field(default=None, repr=False)
+    _memo: Callable[[str, Callable[[], Any]], Any] | None = field(default=None, repr=False)
 
     def run(self, function_path: str, args: dict[str, Any], *, idempotency_key: str | None = None) -> Any:
         """Dispatch a registered function (``"module:function"`` path) and return its result."""
@@ -58,6 +59,15 @@ class ToolContext:
                 f"ctx.run({function_path!r}) needs a function runner; run tools through the Lunora engine."
             )
         return self._run_function(function_path, args, idempotency_key=idempotency_key)
+
+    def memo(self, key: str, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` once per run for the durable ``key`` (``f"{ctx.idempotency_key}/<id>"``) and return
+        its JSON result: a retried or taken-over tool step replays a finished key instead of running
+        ``fn`` again. In the engine each key is a ledger row; outside it (``generate_text``'s inline
+        tools, a bare ``ToolContext``) there is no ledger and ``fn`` simply runs."""
+        if self._memo is None:
+            return fn()
+        return self._memo(key, fn)
 
     def get_state(self) -> Any:
         """The thread's synced state (seeded from the agent's ``initial_state``)."""

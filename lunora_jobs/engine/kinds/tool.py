@@ -18,7 +18,6 @@ dispatches the next turn.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from types import EllipsisType
@@ -41,6 +40,7 @@ from lunora_jobs.engine.steps import (
     turn_number,
     turn_step,
 )
+from lunora_jobs.engine.toolmemo import jsonable, step_memo
 from lunora_jobs.errors import ToolError
 from lunora_jobs.models.messages import tool_message
 from lunora_jobs.store.base import AgentStore
@@ -189,7 +189,7 @@ def tool_result_completion(
         content=content, run_id=run.id, tool_call_id=located.call.id, name=located.call.name,
         metadata={"is_error": is_error, "turn": located.turn},
     )
-    return StepCompletion(result={"output": _jsonable(output), "is_error": is_error}, messages=[message])
+    return StepCompletion(result={"output": jsonable(output), "is_error": is_error}, messages=[message])
 
 
 def execute_tool(
@@ -208,14 +208,6 @@ def execute_tool(
     ctx = ToolContext(
         idempotency_key=step, run_id=run.id, thread_key=info.thread_key, owner=run.owner,
         tool_call_id=located.call.id, _run_function=run_function, _get_state=get_state, _set_state=set_state,
+        _memo=step_memo(deps, run.id, step, agent),
     )
     return tool_def.execute(located.call.arguments, ctx)
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-        return value
-    except (TypeError, ValueError):
-        dump = getattr(value, "model_dump", None)
-        return dump(mode="json") if callable(dump) else str(value)
