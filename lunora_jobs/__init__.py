@@ -63,7 +63,7 @@ from lunora_jobs.models import (
 )
 from lunora_jobs.runtime import AgentClient, Lunora, RunResult, load_app
 from lunora_jobs.skills import SkillDefinition, define_skill
-from lunora_jobs.toolbox import McpServer, code_tool, mcp_tools
+from lunora_jobs.toolbox import McpServer, code_tool, fs_tool, mcp_tools
 from lunora_jobs.tools import ToolContext, ToolDefinition, define_tool, function_tool, tool
 
 __all__ = [
@@ -111,6 +111,7 @@ __all__ = [
     "define_skill",
     "define_tool",
     "final_turn",
+    "fs_tool",
     "function_tool",
     "has_tool_call",
     "load_app",

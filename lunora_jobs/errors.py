@@ -92,6 +92,14 @@ class McpToolError(ToolError):
     reads the server's message as the call's result."""
 
 
+# --- sandbox tools (lunora_jobs.toolbox.sandbox) --------------------------------------------
+
+
+class SandboxPathError(LunoraError, ValueError):
+    """A path given to ``fs_tool`` would leave its root (``..``, absolute, a symlink out) or is
+    malformed (NUL, control characters, over-long names); the tool refuses it and the model reads why."""
+
+
 class OutputParseError(LunoraError, ValueError):
     """The model's final answer is not valid JSON for the agent's ``output`` schema."""
 

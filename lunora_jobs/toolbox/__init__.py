@@ -1,4 +1,5 @@
-"""Tools from other places: MCP servers (``mcp_tools``), scripts of calls (``code_tool``).
+"""Tools from other places: MCP servers (``mcp_tools``), scripts of calls (``code_tool``),
+sandboxed files (``fs_tool``).
 
 Each helper returns ordinary ``ToolDefinition``\\s: every call the model makes is a durable
 ``tool:<name>:<call_id>`` step, memoized in the ledger like any other tool.
@@ -6,5 +7,6 @@ Each helper returns ordinary ``ToolDefinition``\\s: every call the model makes i
 
 from lunora_jobs.toolbox.code import code_tool
 from lunora_jobs.toolbox.mcp import McpServer, mcp_tools
+from lunora_jobs.toolbox.sandbox import LocalDirStore, ObjectStore, fs_tool
 
-__all__ = ["McpServer", "code_tool", "mcp_tools"]
+__all__ = ["LocalDirStore", "McpServer", "ObjectStore", "code_tool", "fs_tool", "mcp_tools"]
