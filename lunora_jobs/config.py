@@ -98,6 +98,11 @@ class Settings(RagSettings):
     api_heartbeat_s: float = Field(
         default=15.0, gt=0, validation_alias=AliasChoices("LUNORA_API_HEARTBEAT_S", "api_heartbeat_s")
     )
+    api_resync_s: float = Field(
+        default=30.0, gt=0, validation_alias=AliasChoices("LUNORA_API_RESYNC_S", "api_resync_s")
+    )
+    """How often a quiet live stream re-reads its thread anyway: the bound on the delay a lost
+    pub/sub notice can cause (every write is announced; this is only the safety net)."""
     # -- deployment (see deploy/ and helm/lunora-jobs) ----------------------------------------------
     beat_schedule: Path | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_BEAT_SCHEDULE", "beat_schedule")

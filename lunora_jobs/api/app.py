@@ -26,9 +26,10 @@ from lunora_jobs.engine.events import RedisEventBus
 from lunora_jobs.runtime import Lunora
 
 API_TITLE = "Lunora Jobs API"
-POLL_S = 2.0
-"""A quiet stream re-reads its thread this often: messages committed without a live notice (a tool's
-result) and notices lost on the way still arrive within this bound."""
+POLL_S = 30.0
+"""A quiet stream re-reads its thread this often anyway. Every message, status and state change is
+announced (``engine.notices``, ``engine.events``), so this only bounds the delay of a notice lost on
+the way (a Redis hiccup on the publishing side)."""
 
 
 def default_hub(lunora: Lunora) -> LiveHub:
@@ -55,11 +56,12 @@ def create_app(
 ) -> FastAPI:
     """The API app. Every route but ``/healthz``, ``/openapi.json`` and the console's static files needs
     a credential the ``authenticator`` verifies. ``cors_origins``: browser origins allowed to call it
-    (none by default: CORS closed). ``heartbeat_s``: idle time before a stream sends a ping."""
+    (none by default: CORS closed). ``heartbeat_s``: idle time before a stream sends a ping.
+    ``poll_s``: how often a quiet stream re-reads its thread anyway (default ``POLL_S``)."""
     origins = [o.strip().rstrip("/") for o in cors_origins if o.strip()]
     live = hub or default_hub(lunora)
     ctx = ApiContext(lunora=lunora, gate=Gatekeeper(authenticator, origins), hub=live,
-                     heartbeat_s=heartbeat_s, poll_s=poll_s or min(heartbeat_s, POLL_S))
+                     heartbeat_s=heartbeat_s, poll_s=poll_s or POLL_S)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

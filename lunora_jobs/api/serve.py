@@ -15,12 +15,13 @@ from lunora_jobs.runtime import load_app
 
 
 def app_from_env() -> FastAPI:
-    """The API app for ``LUNORA_APP`` with the settings' authenticator, CORS origins and heartbeat."""
+    """The API app for ``LUNORA_APP`` with the settings' authenticator, CORS origins, heartbeat and resync."""
     settings = Settings()
     authenticator = authenticator_from_settings(settings)  # fail closed before loading anything else
     lunora = load_app(settings.app)
     origins = [o for o in (settings.api_cors_origins or "").split(",") if o.strip()]
-    return create_app(lunora, authenticator, cors_origins=origins, heartbeat_s=settings.api_heartbeat_s)
+    return create_app(lunora, authenticator, cors_origins=origins, heartbeat_s=settings.api_heartbeat_s,
+                      poll_s=settings.api_resync_s)
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_level: str = "info") -> None:

@@ -54,6 +54,8 @@ class StepInfo:
     """The claim's fencing generation: a retry or a takeover of the same step has a higher one."""
     trace: Mapping[str, str] | None = None
     """The trace-context carrier stored with the run at its start (``telemetry=``), else None."""
+    thread_key: str = ""
+    """The run's thread key (what live notices are addressed by)."""
 
 
 @dataclass(frozen=True, slots=True)

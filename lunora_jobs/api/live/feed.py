@@ -1,8 +1,9 @@
 """One client's live view of a thread — the contract shared by the SSE and WebSocket endpoints.
 
 The transcript comes from the database, never from the notices: on connect the feed sends every
-stored message with ``seq > last_event_id`` (the client's ``Last-Event-ID``), and on each notice (or
-every ``poll_s`` of quiet, in case a notice was lost) it sends the messages after the last one sent.
+stored message with ``seq > last_event_id`` (the client's ``Last-Event-ID``), and on each notice that
+the thread changed (``messages`` after a turn or tool step wrote, ``status``, ...; or every ``poll_s``
+of quiet, in case a notice was lost) it sends the messages after the last one sent.
 The subscription is confirmed BEFORE the first read, so a message committed after that read is
 announced by a notice the feed is sure to get: a reconnect misses nothing and repeats nothing.
 

@@ -110,8 +110,9 @@ class Engine:
             return None
         assert state.run is not None and state.claim is not None
         row = state.claim.step
+        about = run_info(state.run)
         info = StepInfo(state.run_id, state.step, state.kind.name, state.run.agent, state.run.thread_id,
-                        row.attempt, row.generation, run_info(state.run).trace)
+                        row.attempt, row.generation, about.trace, about.thread_key)
         hooks.step_started(info)
         return info
 

@@ -3,6 +3,8 @@ Redis pub/sub from a Celery worker; the transcript a reconnecting client assembl
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from api_stack import ApiStack
 from stream_support import after_messages, finished, messages_of, read_sse, read_ws
@@ -12,6 +14,8 @@ from lunora_jobs.client import Client
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 COUNT = 6  # user + 6 x (assistant call + tool result) + final answer = 14 messages over ~2 s
+LIVE_BOUND_S = 1.5
+"""Commit to the client's receipt, through the worker's publish, Redis, the API process and its read."""
 
 
 def test_sse_resume_across_two_api_processes_gives_the_exact_transcript(stack: ApiStack) -> None:
@@ -102,3 +106,36 @@ def test_python_client_subscribe_reconnects_with_last_event_id(stack: ApiStack) 
     assert restarted
     assert received == stack.stored_transcript("t-client")
     assert client.wait(run.id).text == f"counted {COUNT}"
+
+
+def test_tool_results_arrive_by_notice_not_by_the_resync(stack: ApiStack) -> None:
+    """With the safety re-read 10 minutes away, every message — a tool's result included — still
+    reaches the stream within a bound of its commit: each write is announced by the worker."""
+    stack.env["API_TICK_S"] = "0.5"  # the worker's ticks: a run of ~3 s
+    stack.start_worker()
+    api = stack.start_api(LUNORA_API_RESYNC_S="600")
+    alice = stack.client(api, "alice")
+    arrived: dict[int, float] = {}  # seq -> when this client received it
+
+    def stamp(events: list[tuple[str, object, int | None]]) -> bool:
+        event, _, seq = events[-1]
+        if event == "message" and seq is not None:
+            arrived[seq] = time.time()
+        return finished(run_id)(events)
+
+    body = {"agent": "support", "input": "count 4", "thread_key": "t-live"}
+    run_id = alice.post("/runs", json=body).json()["id"]
+    events, _ = read_sse(f"{api.url}/threads/t-live/events", stack.auth("alice"), stamp)
+    stored = stack.stored_transcript("t-live")
+    assert messages_of(events) == stored
+    thread = stack.app.store.get_thread("t-live")
+    assert thread is not None
+    created = {m.seq: m.created_at / 1000 for m in stack.app.store.list_messages(thread.id)}
+    tools = [m["seq"] for m in stored if m["role"] == "tool"]
+    final = stored[-1]["seq"]
+    assert len(tools) == 4
+    for seq in tools[1:]:  # (the first may predate the subscription)
+        lag = arrived[seq] - created[seq]
+        assert lag < LIVE_BOUND_S, f"tool result {seq} arrived {lag:.2f} s after its commit"
+    # Those followed by another 0.5 s tick arrived while the run still ran (no end-of-run catch-up).
+    assert all(arrived[seq] < created[final] for seq in tools[1:-1])
