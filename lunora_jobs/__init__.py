@@ -63,7 +63,7 @@ from lunora_jobs.models import (
 )
 from lunora_jobs.runtime import AgentClient, Lunora, RunResult, load_app
 from lunora_jobs.skills import SkillDefinition, define_skill
-from lunora_jobs.toolbox import McpServer, code_tool, fs_tool, mcp_tools
+from lunora_jobs.toolbox import McpServer, code_tool, container_tool, fs_tool, mcp_tools
 from lunora_jobs.tools import ToolContext, ToolDefinition, define_tool, function_tool, tool
 
 __all__ = [
@@ -107,6 +107,7 @@ __all__ = [
     "UnknownModelProviderError",
     "Usage",
     "code_tool",
+    "container_tool",
     "define_agent",
     "define_skill",
     "define_tool",

@@ -1,5 +1,5 @@
 """Tools from other places: MCP servers (``mcp_tools``), scripts of calls (``code_tool``),
-sandboxed files (``fs_tool``).
+sandboxed files (``fs_tool``) and commands (``container_tool``).
 
 Each helper returns ordinary ``ToolDefinition``\\s: every call the model makes is a durable
 ``tool:<name>:<call_id>`` step, memoized in the ledger like any other tool.
@@ -7,6 +7,7 @@ Each helper returns ordinary ``ToolDefinition``\\s: every call the model makes i
 
 from lunora_jobs.toolbox.code import code_tool
 from lunora_jobs.toolbox.mcp import McpServer, mcp_tools
-from lunora_jobs.toolbox.sandbox import LocalDirStore, ObjectStore, fs_tool
+from lunora_jobs.toolbox.sandbox import LocalDirStore, ObjectStore, container_tool, fs_tool
 
-__all__ = ["LocalDirStore", "McpServer", "ObjectStore", "code_tool", "fs_tool", "mcp_tools"]
+__all__ = ["LocalDirStore", "McpServer", "ObjectStore", "code_tool", "container_tool", "fs_tool",
+           "mcp_tools"]

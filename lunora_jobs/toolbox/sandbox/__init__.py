@@ -1,6 +1,9 @@
-"""Sandbox tools: ``fs_tool`` (files under a confined root in an object store)."""
+"""Sandbox tools: ``fs_tool`` (files under a confined root in an object store) and ``container_tool``
+(commands and HTTP on a sandbox service; ``reference_server`` is one).
+"""
 
+from lunora_jobs.toolbox.sandbox.container import container_tool
 from lunora_jobs.toolbox.sandbox.fs import fs_tool
 from lunora_jobs.toolbox.sandbox.store import Entry, LocalDirStore, ObjectStore
 
-__all__ = ["Entry", "LocalDirStore", "ObjectStore", "fs_tool"]
+__all__ = ["Entry", "LocalDirStore", "ObjectStore", "container_tool", "fs_tool"]
