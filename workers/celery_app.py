@@ -26,6 +26,7 @@ Example::
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,6 +48,7 @@ NO_BROKER = (
     "To run a worker fleet, set CELERY_BROKER_URL (e.g. redis://127.0.0.1:6379/0) on the app and on "
     "every worker and beat."
 )
+NO_FLOWER = 'lunora flower needs Flower, an optional extra: pip install "lunora-jobs[flower]"'
 
 
 def require_broker_url(settings: Settings | None = None) -> str:
@@ -141,5 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wants_help = "-h" in args or "--help" in args
     if args[0] in ("worker", "beat", "flower") and not wants_help and not app.conf.broker_url:
         raise ConfigurationError(NO_BROKER)
+    if args[0] == "flower" and importlib.util.find_spec("flower") is None:
+        raise ConfigurationError(NO_FLOWER)  # celery alone would answer "No such command 'flower'"
     code = app.start(args)
     return int(code or 0)

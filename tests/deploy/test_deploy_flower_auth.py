@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from image_support import wait_for
+from suite_settings import require_module
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -28,6 +29,7 @@ def _free_port() -> int:
 
 @pytest.fixture
 def flower(tmp_path: Path) -> Iterator[str]:
+    require_module("flower", extra="flower")
     port = _free_port()
     env = {**os.environ, "CELERY_BROKER_URL": f"{REDIS_BASE}/14", "FLOWER_BASIC_AUTH": "ops:s3cret"}
     log = (tmp_path / "flower.log").open("wb")

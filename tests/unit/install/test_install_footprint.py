@@ -70,9 +70,9 @@ def test_ci_installs_with_the_readme_commands_into_a_fresh_virtualenv() -> None:
 
 def test_the_optional_heavy_test_packages_stay_out_of_dev() -> None:
     # They kept `.[dev]` at 899 MB; in all-tests (installed by .ci/run) dev is under 600 MB.
-    optional = re.compile(r"^(playwright|onnx|onnxruntime|pgserver|anthropic|schemathesis)\b", re.I)
+    optional = re.compile(r"^(playwright|onnx|onnxruntime|pgserver|anthropic|schemathesis|flower)\b", re.I)
     in_dev = [r for reqs in _installed_by("dev").values() for r in reqs if optional.match(r)]
     assert not in_dev, in_dev
     in_all = {re.split(r"[<>=!~\[; ]", r)[0] for reqs in _installed_by("all-tests").values() for r in reqs}
-    heavy = {"playwright", "onnx", "onnxruntime", "pgserver", "anthropic", "schemathesis"}
+    heavy = {"playwright", "onnx", "onnxruntime", "pgserver", "anthropic", "schemathesis", "flower"}
     assert heavy <= in_all, sorted(in_all)
