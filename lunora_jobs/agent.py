@@ -33,7 +33,7 @@ from lunora_jobs.loop import (
     StepFinish,
     StopCondition,
 )
-from lunora_jobs.memory.options import SemanticMemory, coerce_memory
+from lunora_jobs.memory.options import MemoryOption, SemanticMemory, coerce_memory
 from lunora_jobs.memory.tools import memory_tools
 from lunora_jobs.models.base import Model, ToolSpec
 from lunora_jobs.models.registry import check_model_spec, resolve_model
@@ -68,7 +68,7 @@ class AgentDefinition:
     """Traces of the agent's runs, turns and tool calls (``lunora_jobs.telemetry``), or None."""
     on_concurrent_run: ConcurrentRunPolicy = "reject"
     initial_state: Any = None
-    memory: SemanticMemory | None = None
+    memory: MemoryOption | None = None
     skills: tuple[SkillDefinition, ...] = ()
     on_email: Callable[..., Any] | None = None
     on_inbound: Any = None
@@ -87,7 +87,7 @@ class AgentDefinition:
         return "\n\n".join(p for p in parts if p)
 
     @property
-    def memories(self) -> tuple[SemanticMemory, ...]:
+    def memories(self) -> tuple[MemoryOption, ...]:
         """The agent's memory, then each skill's knowledge, in skill order."""
         own = (self.memory,) if self.memory is not None else ()
         return own + tuple(s.memory for s in self.skills if isinstance(s.memory, SemanticMemory))
@@ -95,7 +95,12 @@ class AgentDefinition:
     @property
     def memory_reads(self) -> tuple[str, ...]:
         """The run-start memory steps, in the order they run before ``llm:turn:0``."""
-        return tuple(m.step for m in self.memories if m.mode == "inject")
+        return tuple(m.read_step for m in self.memories if m.read_step)
+
+    @property
+    def memory_writes(self) -> tuple[str, ...]:
+        """The memory steps dispatched once a run completed (``memory:episode``, ``memory:extract``)."""
+        return tuple(m.write_step for m in self.memories if m.write_step)
 
     def resolve_model(self, settings: Settings | None = None) -> Model:
         """The agent's ``Model`` (strings through the provider registry)."""
@@ -295,7 +300,7 @@ def _collect_tools(
     where: str,
     tools: Sequence[ToolDefinition] | Mapping[str, ToolDefinition],
     skills: tuple[SkillDefinition, ...],
-    memory: SemanticMemory | None = None,
+    memory: MemoryOption | None = None,
     agent: str = "",
 ) -> dict[str, ToolDefinition]:
     """Flatten the agent's tools, its skills' tools and the memory tools (agentic mode) into one
@@ -309,7 +314,7 @@ def _collect_tools(
         sources += [("the agent", None, value) for value in tools]
     for skill in skills:
         sources += [(f"skill {skill.name!r}", None, value) for value in skill.tools.values()]
-    if memory is not None:
+    if isinstance(memory, SemanticMemory):
         sources += [("memory (mode='agentic')", None, value) for value in memory_tools(memory, agent)]
     for skill in skills:
         if isinstance(skill.memory, SemanticMemory):

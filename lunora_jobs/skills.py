@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lunora_jobs.errors import DuplicateToolError, InvalidAgentOptionError
-from lunora_jobs.memory.options import SemanticMemory, coerce_memory
+from lunora_jobs.memory.options import SemanticMemory, coerce_knowledge
 from lunora_jobs.tools import ToolDefinition, coerce_tool
 
 SKILL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -59,7 +59,7 @@ def define_skill(
             f"Skill {name!r}: instructions must be a str or a callable(context) -> str."
         )
     try:
-        knowledge = coerce_memory(memory, label=name)
+        knowledge = coerce_knowledge(memory, label=name)
     except InvalidAgentOptionError as exc:
         raise type(exc)(f"Skill {name!r}: {exc}") from exc
     items = list(tools.items()) if isinstance(tools, Mapping) else [(None, t) for t in tools]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.dispatch import StepTask
 from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.runinfo import run_info
 from lunora_jobs.engine.steps import message_key, user_position
@@ -75,9 +76,13 @@ def promote_next(deps: EngineDeps, thread_id: str) -> str | None:
 
 
 def run_ended(deps: EngineDeps, run: RunRecord, status: str) -> None:
-    """After a run's end was recorded (and its thread freed): announce it, tell the hooks, start the
-    next queued run."""
+    """After a run's end was recorded (and its thread freed): announce it, dispatch the agent's
+    post-run memory writes (a completed run with an owner), tell the hooks, start the next queued run."""
     deps.events.publish(run_info(run).thread_key, {"type": "status", "status": status, "run_id": run.id})
+    agent = deps.agents.get(run.agent)
+    if status == "completed" and run.owner and agent is not None and agent.memory_writes:
+        # Post-run memory writes (memory:episode): best-effort, recovered by the sweep if their worker dies.
+        deps.dispatcher.dispatch([StepTask(run.id, step, "memory") for step in agent.memory_writes])
     if deps.hooks:
         deps.hooks.run_finished(run, status)
     # Only agents declared with "queue" ever queue runs: an app without one skips the read (the

@@ -28,8 +28,11 @@ from lunora_jobs.engine.pipeline import replan
 from lunora_jobs.engine.pipeline.dispatch import fail_run
 from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.steps import turn_step
+from lunora_jobs.memory.rows import rows_for
 from lunora_jobs.store.records import RunRecord
 
+MEMORY_WRITES = ("memory:episode", "memory:extract")
+"""The post-run memory steps the sweep takes over when their lease expired."""
 SWEEP_LOCK_MIN_TTL_MS = 5_000
 """The shortest life of the sweep lock (see ``sweep``): longer than any normal pass."""
 
@@ -85,6 +88,12 @@ def _sweep_pass(deps: EngineDeps, batch: int, grace_ms: int) -> SweepReport:
     for run in deps.store.list_runs(status="awaiting_input", limit=batch):
         report.scanned += 1
         wake_decided(deps, run, grace_ms)
+    # Post-run memory writes whose worker died (their run is over, so no scan above finds them).
+    stalled = rows_for(deps.store).stalled_writes(MEMORY_WRITES, deps.now(), batch)
+    if stalled:
+        tasks = [StepTask(run_id, step, "memory") for run_id, step in stalled]
+        deps.dispatcher.dispatch(tasks)
+        report.dispatched.extend(tasks)
     # Threads left free with runs queued on them (a crash between a run's end and the promotion).
     for thread_id in deps.store.queued_threads(limit=batch):
         started = promote_stalled(deps, thread_id)

@@ -10,16 +10,22 @@ function — as the run's owner:
 
 A skill's ``memory`` (its knowledge) works the same way under its own name: ``memory:retrieve:<skill>``
 or ``search_<skill>`` / ``read_<skill>``.
+
+Episodic memory (``kind="episodic"``) summarizes each answered run in one sentence (the post-run
+step ``memory:episode``) and injects the owner's latest episodes at run start (``memory:recall``),
+bounded per owner by ``max_episodes`` and ``ttl_s``.
 """
 
 from lunora_jobs.memory.identity import MemoryIdentity
-from lunora_jobs.memory.options import SemanticMemory, coerce_memory
+from lunora_jobs.memory.options import EpisodicMemory, MemoryOption, SemanticMemory, coerce_memory
 from lunora_jobs.memory.search import MemoryHit, MemoryQuery, SearchResult, normalize, search
 from lunora_jobs.memory.tools import memory_tools, project
 
 __all__ = [
+    "EpisodicMemory",
     "MemoryHit",
     "MemoryIdentity",
+    "MemoryOption",
     "MemoryQuery",
     "SearchResult",
     "SemanticMemory",

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lunora_jobs.memory.options import SemanticMemory
+from lunora_jobs.memory.options import MemoryOption
 
 
 def run_query(value: Any) -> str:
@@ -29,18 +29,16 @@ def run_query(value: Any) -> str:
 
 
 def with_memory(
-    instructions: str | None, memories: Sequence[SemanticMemory], recorded: Mapping[str, Any]
+    instructions: str | None, memories: Sequence[MemoryOption], recorded: Mapping[str, Any]
 ) -> str | None:
-    """``instructions`` followed by the recorded context of each inject memory (``recorded``: step
-    name -> the step's memo); unchanged when there is no context to add."""
+    """``instructions`` followed by the recorded context of each run-start read (``recorded``: step
+    name -> the step's memo), under the memory's heading; unchanged when there is nothing to add."""
     blocks = []
     for memory in memories:
-        memo = recorded.get(memory.step)
+        memo = recorded.get(memory.read_step or "")
         context = memo.get("context") if isinstance(memo, Mapping) else None
-        if memory.mode != "inject" or not context:
-            continue
-        whose = f"the {memory.label!r} skill's knowledge" if memory.label else "memory"
-        blocks.append(f"Relevant context from {whose}:\n{context}")
+        if context:
+            blocks.append(f"{memory.heading}\n{context}")
     if not blocks:
         return instructions
     return "\n\n".join([instructions, *blocks] if instructions else blocks)

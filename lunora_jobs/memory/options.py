@@ -45,6 +45,20 @@ class SemanticMemory:
     kind: Literal["semantic"] = field(default="semantic", init=False)
 
     @property
+    def read_step(self) -> str | None:
+        """The run-start read: inject mode's ``step``; None in agentic mode (the model searches)."""
+        return self.step if self.mode == "inject" else None
+
+    write_step: None = field(default=None, init=False)
+    """Semantic memory writes nothing after a run (its source is indexed by the application)."""
+
+    @property
+    def heading(self) -> str:
+        """What introduces the injected context in the system prompt."""
+        whose = f"the {self.label!r} skill's knowledge" if self.label else "memory"
+        return f"Relevant context from {whose}:"
+
+    @property
     def step(self) -> str:
         """The run-start read of inject mode: ``memory:retrieve`` (``memory:retrieve:<skill>``)."""
         return "memory:retrieve" + (f":{self.label}" if self.label else "")
@@ -60,18 +74,39 @@ class SemanticMemory:
         return f"read_{self.label or 'memory'}"
 
 
-_OPTIONS = ("kind", *(f.name for f in fields(SemanticMemory) if f.name not in ("kind", "label")))
+@dataclass(frozen=True)
+class EpisodicMemory:
+    """A validated episodic memory: one summary per answered run, recalled by recency per owner.
+
+    Storage is bounded: at most ``max_episodes`` per owner (the oldest are pruned on every write) and,
+    with ``ttl_s``, none older than that (pruned on write, never recalled)."""
+
+    recall: int = 5
+    """How many of the owner's latest episodes ``memory:recall`` injects (1..20)."""
+    extraction_model: Any = None
+    """The model that writes the summary (a cheaper one); None: the agent's own."""
+    max_episodes: int = 200
+    ttl_s: float | None = None
+    kind: Literal["episodic"] = field(default="episodic", init=False)
+    label: str = field(default="", init=False)
+    read_step: str = field(default="memory:recall", init=False)
+    write_step: str = field(default="memory:episode", init=False)
+    heading: str = field(default="Earlier conversations with this user (oldest first):", init=False)
+
+
+MemoryOption = SemanticMemory | EpisodicMemory
+_OPTIONS = ("kind", *(f.name for f in fields(SemanticMemory) if f.init and f.name != "label"))
+_EPISODIC = tuple(f.name for f in fields(EpisodicMemory) if f.init)
 _LATER_KINDS = {
-    "graph": "memory kind 'graph' is not available yet; use the semantic kind (a source) meanwhile.",
-    "episodic": "memory kind 'episodic' is not available yet; use the semantic kind (a source) meanwhile.",
+    "graph": "memory kind 'graph' is not available yet; use the semantic or episodic kind meanwhile.",
 }
 
 
-def coerce_memory(value: Any, *, label: str = "") -> SemanticMemory | None:
-    """``value`` (a mapping or a ``SemanticMemory``) validated; None stays None.
+def coerce_memory(value: Any, *, label: str = "") -> MemoryOption | None:
+    """``value`` (a mapping or a validated memory) validated; None stays None.
 
     Raises ``InvalidAgentOptionError`` naming the key and the fix (the caller prefixes the agent)."""
-    if value is None or isinstance(value, SemanticMemory):
+    if value is None or isinstance(value, MemoryOption):
         return value
     if not isinstance(value, Mapping):
         raise InvalidAgentOptionError(
@@ -80,15 +115,11 @@ def coerce_memory(value: Any, *, label: str = "") -> SemanticMemory | None:
     kind = value.get("kind", "semantic")
     if kind in _LATER_KINDS:
         raise OptionNotAvailableError(_LATER_KINDS[kind])
+    if kind == "episodic":
+        return _episodic(value)
     if kind != "semantic":
         raise InvalidAgentOptionError(f"memory kind={kind!r}; use 'semantic', 'graph' or 'episodic'.")
-    unknown = sorted(set(value) - set(_OPTIONS))
-    if unknown:
-        hints = []
-        for key in unknown:
-            close = difflib.get_close_matches(_snake(str(key)), _OPTIONS, n=1)
-            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise InvalidAgentOptionError(f"memory: unknown key {', '.join(hints)}. Keys: {', '.join(_OPTIONS)}.")
+    _refuse_unknown("memory", value, _OPTIONS)
     options = {k: v for k, v in value.items() if k != "kind"}
     if "source" not in options or options["source"] is None:
         raise InvalidAgentOptionError(
@@ -128,6 +159,48 @@ def _check(memory: SemanticMemory) -> None:
         raise InvalidAgentOptionError("memory namespace must be a str or a callable(identity) -> str.")
     if memory.filter is not None and not isinstance(memory.filter, Mapping):
         raise InvalidAgentOptionError("memory filter must be a mapping such as {'lang': 'en'}.")
+
+
+def coerce_knowledge(value: Any, *, label: str) -> SemanticMemory | None:
+    """A skill's ``memory`` (its knowledge): semantic only, named after the skill."""
+    memory = coerce_memory(value, label=label)
+    if memory is not None and not isinstance(memory, SemanticMemory):
+        raise InvalidAgentOptionError(
+            f"memory kind={memory.kind!r}: a skill's memory is its knowledge, a semantic source; give the "
+            "agent the episodic or graph memory instead."
+        )
+    return memory
+
+
+def _episodic(value: Mapping[str, Any]) -> EpisodicMemory:
+    _refuse_unknown("memory", value, ("kind", "episodic"))
+    options = value.get("episodic") or {}
+    if not isinstance(options, Mapping):
+        raise InvalidAgentOptionError("memory episodic must be a dict such as {'recall': 5}.")
+    _refuse_unknown("memory episodic", options, _EPISODIC)
+    memory = EpisodicMemory(**options)
+    for name, minimum, maximum in (("recall", 1, 20), ("max_episodes", 1, 1_000_000)):
+        number = getattr(memory, name)
+        if isinstance(number, bool) or not isinstance(number, int) or not minimum <= number <= maximum:
+            raise InvalidAgentOptionError(
+                f"memory episodic {name} must be an int in {minimum}..{maximum}, got {number!r}."
+            )
+    ttl = memory.ttl_s
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0):
+        raise InvalidAgentOptionError(
+            f"memory episodic ttl_s must be a positive number of seconds, got {ttl!r}."
+        )
+    return memory
+
+
+def _refuse_unknown(where: str, value: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    unknown = sorted(str(k) for k in set(value) - set(known))
+    if unknown:
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(_snake(key), known, n=1)
+            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise InvalidAgentOptionError(f"{where}: unknown key {', '.join(hints)}. Keys: {', '.join(known)}.")
 
 
 def _is_source(source: Any) -> bool:

@@ -28,6 +28,12 @@ from lunora_jobs.memory.search import SearchResult, normalize
         ({"source": "rag:docs", "namespace": 7}, "namespace must be"),
         ({"source": "rag:docs", "filter": ["x"]}, "filter must be a mapping"),
         ({"source": "rag:docs", "kind": "vector"}, "kind='vector'"),
+        ({"kind": "episodic", "source": "rag:docs"}, "unknown key 'source'"),
+        ({"kind": "episodic", "episodic": 5}, "episodic must be a dict"),
+        ({"kind": "episodic", "episodic": {"recal": 5}}, "did you mean 'recall'"),
+        ({"kind": "episodic", "episodic": {"recall": 21}}, "recall must be an int in 1..20"),
+        ({"kind": "episodic", "episodic": {"max_episodes": 0}}, "max_episodes must be"),
+        ({"kind": "episodic", "episodic": {"ttl_s": -1}}, "ttl_s must be a positive number"),
     ],
 )
 def test_a_bad_memory_option_names_the_problem(memory: Any, named: str) -> None:
@@ -57,6 +63,17 @@ def test_a_minted_memory_tool_may_not_clash_with_an_agent_tool() -> None:
     with pytest.raises(DuplicateToolError, match="search_memory"):
         define_agent(name="a", model="offline", tools=[search_memory],
                      memory={"source": "rag:docs", "mode": "agentic"})
+
+
+def test_episodic_declares_a_recall_before_and_an_episode_after_each_run() -> None:
+    agent = define_agent(name="a", model="offline", memory={"kind": "episodic", "episodic": {"recall": 3}})
+    assert agent.memory_reads == ("memory:recall",) and agent.memory_writes == ("memory:episode",)
+    assert agent.tools == {}
+
+
+def test_a_skill_knowledge_is_semantic_only() -> None:
+    with pytest.raises(InvalidAgentOptionError, match="a skill's memory is its knowledge"):
+        define_skill("billing", memory={"kind": "episodic"})
 
 
 def test_a_skill_knowledge_error_names_the_skill() -> None:

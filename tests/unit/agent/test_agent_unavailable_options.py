@@ -14,7 +14,6 @@ from lunora_jobs.errors import InvalidAgentOptionError
     ("options", "named"),
     [
         ({"memory": {"kind": "graph"}}, "graph"),
-        ({"memory": {"kind": "episodic"}}, "episodic"),
         ({"action_approval_mode": "independent"}, "independent"),
     ],
 )
