@@ -25,6 +25,7 @@ from lunora_jobs.errors import (
     InvalidAgentOptionError,
     OptionNotAvailableError,
 )
+from lunora_jobs.inbound import InboundOptions, coerce_inbound
 from lunora_jobs.loop import (
     CompactionOptions,
     OutputSpec,
@@ -71,7 +72,7 @@ class AgentDefinition:
     memory: MemoryOption | None = None
     skills: tuple[SkillDefinition, ...] = ()
     on_email: Callable[..., Any] | None = None
-    on_inbound: Any = None
+    on_inbound: tuple[InboundOptions, ...] = ()
     action_approval_mode: ApprovalMode = "blocking"
     max_attempts: int = 5
     step_timeout_s: float = 300.0
@@ -183,6 +184,7 @@ def define_agent(
         )
     _refuse_unavailable(where, independent=action_approval_mode == "independent")
     telemetry_option = _wrap(where, coerce_telemetry, telemetry)
+    inbound = coerce_inbound(where, on_inbound)
     compaction_options = _wrap(where, CompactionOptions.coerce, compaction)
     if compaction_options is not None and compaction_options.model is not None:
         check_model_spec(compaction_options.model)
@@ -215,7 +217,7 @@ def define_agent(
         memory=memory_options,
         skills=skill_list,
         on_email=on_email,
-        on_inbound=on_inbound,
+        on_inbound=inbound,
         action_approval_mode=action_approval_mode,  # type: ignore[arg-type]  # checked above
         max_attempts=max_attempts,
         step_timeout_s=float(step_timeout_s),

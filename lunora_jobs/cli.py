@@ -9,6 +9,7 @@ Example::
     lunora db current            # which revision the database is at
     lunora example               # run the example agent end to end (offline by default)
     lunora worker                # a Celery worker for the app named by LUNORA_APP
+    lunora ingress --port 8080 --smtp-port 2525   # webhooks + SMTP into the queue
     lunora rag sync ./docs --index docs   # index a folder; define_rag(index="docs") reads it
     lunora pricing list          # model prices (USD per 1M tokens) and when each took effect
     lunora pricing set gpt-4o-mini --input 0.15 --output 0.60 --cached-input 0.075 --from 2026-01-01
@@ -148,15 +149,34 @@ def api(
     debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of a startup error.")] = False,
 ) -> None:
     """The HTTP API, live thread streams and the console (/console) for the app named by LUNORA_APP."""
+    _serve("api", "lunora_jobs.api.serve:serve", debug, host=host, port=port, workers=workers,
+           log_level=log_level)
+
+
+def _serve(command: str, path: str, debug: bool, **kwargs: object) -> None:
+    """Run a server; a startup error (``LunoraError``) is one line and exit code 2."""
     from lunora_jobs.errors import LunoraError
 
     try:
-        _call("lunora_jobs.api.serve:serve", host=host, port=port, workers=workers, log_level=log_level)
+        _call(path, **kwargs)
     except LunoraError as exc:
         if debug:
             raise
-        typer.echo(f"lunora api: {exc} (--debug shows the traceback)", err=True)
+        typer.echo(f"lunora {command}: {exc} (--debug shows the traceback)", err=True)
         raise typer.Exit(2) from None
+
+
+@app.command("ingress")
+def ingress(
+    host: Annotated[str, typer.Option(help="Interface to bind (HTTP and SMTP).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port: webhooks, POST /email, GET /healthz.")] = 8080,
+    smtp_port: Annotated[int | None, typer.Option(help="SMTP port (off when not given).")] = None,
+    log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
+    debug: DebugOption = False,
+) -> None:
+    """Slack / GitHub / Discord webhooks and email (SMTP, raw-mail POST) for the app named by LUNORA_APP."""
+    _serve("ingress", "channels.serve:serve", debug, host=host, port=port, smtp_port=smtp_port,
+           log_level=log_level)
 
 
 @app.command("doctor")

@@ -172,6 +172,47 @@ class Settings(RagSettings):
         default="gpt-4o-mini", validation_alias=AliasChoices("LUNORA_EXAMPLE_MODEL", "example_model")
     )
     """The model ``lunora example`` asks an OpenAI-compatible endpoint for."""
+    # -- channels (ingress and replies) --
+    slack_api_url: str = Field(
+        default="https://slack.com/api/",
+        validation_alias=AliasChoices("LUNORA_SLACK_API_URL", "slack_api_url"),
+    )
+    """Slack Web API base URL replies are posted to (a stand-in's in tests)."""
+    github_api_url: str = Field(
+        default="https://api.github.com",
+        validation_alias=AliasChoices("LUNORA_GITHUB_API_URL", "github_api_url"),
+    )
+    """GitHub REST API base URL (GitHub Enterprise: ``https://<host>/api/v3``)."""
+    discord_api_url: str = Field(
+        default="https://discord.com/api/v10",
+        validation_alias=AliasChoices("LUNORA_DISCORD_API_URL", "discord_api_url"),
+    )
+    """Discord API base URL interaction follow-ups go to."""
+    smtp_relay: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_SMTP_RELAY", "smtp_relay")
+    )
+    """``host:port`` of the SMTP relay email replies are sent through."""
+    email_from: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_EMAIL_FROM", "email_from")
+    )
+    """The ``From`` address of email replies."""
+    email_authserv_id: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_EMAIL_AUTHSERV_ID", "email_authserv_id")
+    )
+    """The one ``Authentication-Results`` issuer the email ingress trusts (your border MTA)."""
+    email_token: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_EMAIL_TOKEN", "email_token")
+    )
+    """Bearer token of the ingress's raw-mail endpoint (``POST /email``); unset: the endpoint is off."""
+    reply_timeout_s: float = Field(
+        default=15.0, gt=0, validation_alias=AliasChoices("LUNORA_REPLY_TIMEOUT_S", "reply_timeout_s")
+    )
+    """HTTP/SMTP timeout of one reply delivery; a delivery's lease is twice this plus 5 s."""
+    ingress_max_body_bytes: int = Field(
+        default=1024 * 1024, gt=0,
+        validation_alias=AliasChoices("LUNORA_INGRESS_MAX_BODY_BYTES", "ingress_max_body_bytes"),
+    )
+    """Webhook bodies over this are refused with 413 (1 MiB)."""
 
     def resolved_database_url(self) -> str:
         """The database URL, or the embedded SQLite file under ``data_dir``."""

@@ -8,6 +8,7 @@ from channels.delivery.base import Delivered, Deliverer, DeliveryError, Reply
 from channels.delivery.discord import DiscordDeliverer
 from channels.delivery.email import EmailDeliverer
 from channels.delivery.github import GitHubDeliverer
+from channels.delivery.registry import deliverer_for, register_deliverer
 from channels.delivery.slack import SlackDeliverer
 
 __all__ = [
@@ -19,4 +20,6 @@ __all__ = [
     "GitHubDeliverer",
     "Reply",
     "SlackDeliverer",
+    "deliverer_for",
+    "register_deliverer",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from channels.dispatch.app_starter import AppRunStarter
 from channels.dispatch.bindings import ChannelBinding, MissingSecretError, channel_bindings, definition_of
 from channels.dispatch.body import DEFAULT_MAX_BODY_BYTES
 from channels.dispatch.endpoint import ChannelEndpoint, OwnerMap
@@ -19,6 +20,7 @@ from lunora_jobs.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
+    "AppRunStarter",
     "ChannelBinding",
     "ChannelEndpoint",
     "InboundRun",
@@ -27,6 +29,7 @@ __all__ = [
     "RunRequest",
     "RunStarter",
     "StartResult",
+    "channel_endpoint",
     "dispatch_agent_channel",
 ]
 
@@ -34,7 +37,8 @@ __all__ = [
 def dispatch_agent_channel(
     agents: Sequence[Any],
     *,
-    starter: RunStarter,
+    app: Any = None,
+    starter: RunStarter | None = None,
     settings: Settings | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     owner: OwnerMap | None = None,
@@ -48,10 +52,32 @@ def dispatch_agent_channel(
     signature — a fixed body), 413 (body over ``max_body_bytes``). ``owner`` replaces the default
     owner mapping (``<channel>:<tenant>:<user>`` of the verified identity) for every agent without
     its own ``on_inbound["owner"]``.
+
+    Runs are started by ``starter``, by default ``AppRunStarter(app)``: deduped in the app's inbound
+    ledger and handed to its dispatcher (the Celery broker), never run in the request.
     """
+    if starter is None:
+        if app is None:
+            raise ConfigurationError(
+                "dispatch_agent_channel needs the app its runs start in: pass app=<your Lunora app> "
+                "(or starter=<a RunStarter>)."
+            )
+        starter = AppRunStarter(app)
+    settings = settings or (app.settings if app is not None else Settings())
+    endpoint = channel_endpoint(agents, starter, settings=settings, max_body_bytes=max_body_bytes,
+                                owner=owner, clock=clock)
+    return Starlette(routes=[Route("/{path:path}", endpoint.handle, methods=["POST"])])
+
+
+def channel_endpoint(
+    agents: Sequence[Any], starter: RunStarter, *, settings: Settings,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, owner: OwnerMap | None = None,
+    clock: Callable[[], float] = time.time,
+) -> ChannelEndpoint:
+    """The webhook endpoint of ``agents`` (what ``dispatch_agent_channel`` and ``lunora ingress``
+    route POSTs to); secrets are read through ``settings`` now."""
     if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
         raise ConfigurationError(f"max_body_bytes must be a positive int, got {max_body_bytes!r}")
-    settings = settings or Settings()
     definitions = [definition_of(agent) for agent in agents]
     bindings = channel_bindings(definitions, settings.secret)
     if not bindings:
@@ -59,5 +85,4 @@ def dispatch_agent_channel(
             "none of the agents declares on_inbound; give one on_inbound={'channel': ..., "
             "'secret_env': ..., 'map': fn} to serve webhooks."
         )
-    endpoint = ChannelEndpoint(bindings, starter, max_body_bytes=max_body_bytes, clock=clock, owner=owner)
-    return Starlette(routes=[Route("/{path:path}", endpoint.handle, methods=["POST"])])
+    return ChannelEndpoint(bindings, starter, max_body_bytes=max_body_bytes, clock=clock, owner=owner)

@@ -38,6 +38,10 @@ from lunora_jobs.store.base import AgentStore
 from lunora_jobs.telemetry.steplog import StepLogHooks
 
 DEFAULT_DISPATCHER = "workers.dispatch:CeleryDispatcher"
+CHANNELS_ATTACH = "channels.replies:attach"
+"""Loaded by name for an app whose agents declare ``on_inbound`` / ``on_email``: registers the
+reply step kind and the hooks that post a channel run's answer back (``channels`` imports
+``lunora_jobs``, never the other way round)."""
 
 
 def import_path(path: str) -> Any:
@@ -124,6 +128,8 @@ class Lunora:
         self.agents = AgentsNamespace(self.deps, registry)
         self.threads = ThreadsAPI(self.store)
         self.approvals = ApprovalsAPI(self.deps, self.threads)
+        if any(agent.on_inbound or agent.on_email is not None for agent in registry.values()):
+            _attach_channels(self)
 
     def _run_task(self, task: StepTask) -> None:
         self.execute_step(task.run_id, task.step)
@@ -183,6 +189,17 @@ class Lunora:
         close = getattr(self.store, "close", None)
         if callable(close):
             close()
+
+
+def _attach_channels(app: Lunora) -> None:
+    try:
+        attach = import_path(CHANNELS_ATTACH)
+    except ConfigurationError as exc:
+        raise ConfigurationError(
+            f"agents declaring on_inbound/on_email need the channels package ({exc}); install "
+            "lunora-jobs[channels]."
+        ) from exc
+    attach(app)
 
 
 def _load_dispatcher(broker_url: str, settings: Settings) -> Dispatcher:

@@ -332,3 +332,28 @@ run_queue = sa.Table(
     index("agent_run_queue", "thread_id", "seq"),
     **MYSQL_OPTIONS,
 )
+
+# -- agent_inbound: one row per verified inbound delivery (channels' dedupe and reply ledger) --
+
+# ``key`` is the SHA-256 (hex) of the channel's dedupe key (``slack:<team>:<event_id>``,
+# ``github:<delivery>``, ``discord:<interaction>``, ``email:<owner>:<message id>``): every retry or
+# redelivery maps to the same row, so the primary key alone lets one delivery start the run, across
+# ingress replicas. ``status``: ``claimed`` (a start in progress, or one that died: re-claimable once
+# ``updated_at`` is stale) or ``started``. ``reply``: where the run's answer goes (JSON), and
+# ``reply_status`` ``pending`` until the reply step finished (``done``), or ``none``.
+inbound = sa.Table(
+    "agent_inbound",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("channel", sa.String(32), nullable=False),
+    sa.Column("agent", sa.String(IDENTITY), nullable=False),
+    sa.Column("run_id", sa.String(ID), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("reply", Payload),
+    sa.Column("reply_status", sa.String(16), nullable=False),
+    _ts("created_at"),
+    _ts("updated_at"),
+    index("agent_inbound", "run_id", unique=True),
+    index("agent_inbound", "reply_status", "updated_at"),
+    **MYSQL_OPTIONS,
+)
