@@ -106,7 +106,7 @@ def test_the_migrated_schema_is_the_one_ensure_tables_builds(sql_url: str, tmp_p
     try:
         ensure_tables(ensured)
         assert _shape(migrated) == _shape(ensured)
-        assert len(_shape(migrated)) == 13
+        assert len(_shape(migrated)) == 14
     finally:
         migrated.dispose()
         ensured.dispose()
