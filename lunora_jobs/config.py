@@ -103,6 +103,11 @@ class Settings(RagSettings):
     )
     """How often a quiet live stream re-reads its thread anyway: the bound on the delay a lost
     pub/sub notice can cause (every write is announced; this is only the safety net)."""
+    stream_deltas: bool = Field(
+        default=True, validation_alias=AliasChoices("LUNORA_STREAM_DELTAS", "stream_deltas")
+    )
+    """Token streaming: a turn of a streaming model publishes its text deltas on the thread's live
+    stream as it runs (``engine.deltas``). Off: the model is called without streaming."""
     # -- deployment (see deploy/ and helm/lunora-jobs) ----------------------------------------------
     beat_schedule: Path | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_BEAT_SCHEDULE", "beat_schedule")

@@ -14,8 +14,11 @@ Events (``FeedEvent.event``):
 - ``status``: a run's status changed (``run_id``, ``status``), followed by ``approvals``;
 - ``approvals``: the calls now waiting for a decision;
 - ``state``: the synced state changed;
-- ``delta``: transient model text while a turn runs (``run_id``, ``turn``, ``attempt``, ``text``);
-  never sent for a turn whose message this feed already sent;
+- ``delta``: transient model text while a turn runs (``run_id``, ``turn``, ``attempt``,
+  ``generation``, ``offset`` = characters of this attempt before ``text``, ``text``); the turn's
+  ``message`` replaces them. Never sent for a turn whose message this feed already sent, nor from a
+  generation older than the newest this feed relayed for that turn (a retried turn starts over under
+  a higher generation: a client drops what it showed of an older one);
 - ``ping``: a heartbeat after ``heartbeat_s`` of silence.
 
 Only ``message`` events carry an id, so ``Last-Event-ID`` is always the last message seq received.
@@ -37,6 +40,7 @@ from lunora_jobs.store.records import MessageRecord, ThreadRecord
 
 PAGE = 500
 CATCH_UP = frozenset({"status", "step", "messages", "resync"})
+DELTA_FIELDS = ("run_id", "turn", "attempt", "generation", "offset", "text")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,7 @@ class ThreadFeed:
         self._heartbeat_s = heartbeat_s
         self._poll_s = poll_s
         self._answered: set[tuple[str, int]] = set()  # (run_id, turn) whose assistant message was sent
+        self._generations: dict[tuple[str, int], int] = {}  # (run_id, turn) -> newest delta generation
 
     async def events(self) -> AsyncIterator[FeedEvent]:
         """The feed."""
@@ -97,10 +102,19 @@ class ThreadFeed:
         if kind == "state":
             return [FeedEvent("state", {"state": notice.get("state")})]
         if kind == "delta":
-            run_id, turn = str(notice.get("run_id")), notice.get("turn")
-            if isinstance(turn, int) and (run_id, turn) not in self._answered:
-                return [FeedEvent("delta", {k: notice.get(k) for k in ("run_id", "turn", "attempt", "text")})]
+            return self._delta(notice)
         return []
+
+    def _delta(self, notice: dict[str, Any]) -> list[FeedEvent]:
+        # Fencing: nothing for a turn whose message was sent, nothing from an attempt older than the
+        # newest one seen (a killed or taken-over attempt's late pieces).
+        run_id, turn, generation = str(notice.get("run_id")), notice.get("turn"), notice.get("generation")
+        if not isinstance(turn, int) or not isinstance(generation, int) or (run_id, turn) in self._answered:
+            return []
+        if generation < self._generations.get((run_id, turn), generation):
+            return []
+        self._generations[(run_id, turn)] = generation
+        return [FeedEvent("delta", {k: notice.get(k) for k in DELTA_FIELDS})]
 
     async def _snapshot(self) -> FeedEvent:
         def read() -> dict[str, Any]:

@@ -245,8 +245,9 @@ export function createAgentChat({ client, agent, threadKey, lastEventId = null }
   };
   let lastSeq = lastEventId || 0;
   let stream = null;
-  // Deltas of the turn being generated; a retried turn (new attempt) starts over.
-  let draft = { key: null, text: "" };
+  // Deltas of the turn being generated. A retried turn streams under a higher generation and starts
+  // over; pieces of an older generation (a killed attempt's) are dropped.
+  let draft = { key: null, generation: 0, text: "", end: 0 };
 
   const set = (patch) => {
     snapshot = { ...snapshot, ...patch };
@@ -264,24 +265,32 @@ export function createAgentChat({ client, agent, threadKey, lastEventId = null }
         if (event.id !== null && event.id <= lastSeq) break;
         if (event.id !== null) lastSeq = event.id;
         const turn = data.metadata && data.metadata.turn;
-        const answered = data.role === "assistant" && draft.key && draft.key.startsWith(`${data.run_id}:${turn}:`);
-        if (answered) draft = { key: null, text: "" };
+        const answered = data.role === "assistant" && draft.key === `${data.run_id}:${turn}`;
+        if (answered) draft = { key: null, generation: 0, text: "", end: 0 };
         // The optimistic copy of a sent message is replaced by the stored one.
         const messages = snapshot.messages.filter((m) => !(m.pending && m.role === data.role && m.content === data.content));
         set({ messages: [...messages, data], streamingText: answered ? "" : snapshot.streamingText });
         break;
       }
       case "delta": {
-        const key = `${data.run_id}:${data.turn}:${data.attempt}`;
-        if (draft.key !== key) draft = { key, text: "" };
-        draft.text += data.text || "";
+        const key = `${data.run_id}:${data.turn}`;
+        const generation = data.generation || 0;
+        if (draft.key === key && generation < draft.generation) break; // a stale attempt
+        if (draft.key !== key || generation > draft.generation) draft = { key, generation, text: "", end: 0 };
+        // offset = characters of this attempt before the piece: a late joiner marks the gap, and a
+        // piece seen twice (a reconnect) adds only what is new.
+        const offset = data.offset || 0;
+        const piece = (data.text || "").slice(Math.max(0, draft.end - offset));
+        if (offset > draft.end) draft.text += "… ";
+        draft.text += piece;
+        draft.end = Math.max(draft.end, offset + (data.text || "").length);
         set({ streamingText: draft.text });
         break;
       }
       case "status":
         set({ status: data.status, runId: data.run_id || snapshot.runId,
               streamingText: TERMINAL.has(data.status) ? "" : snapshot.streamingText });
-        if (TERMINAL.has(data.status)) draft = { key: null, text: "" };
+        if (TERMINAL.has(data.status)) draft = { key: null, generation: 0, text: "", end: 0 };
         break;
       case "approvals":
         set({ pendingApprovals: data.pending || [] });

@@ -19,6 +19,7 @@ from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.context import EngineDeps
+from lunora_jobs.engine.deltas import TurnDeltas
 from lunora_jobs.engine.fused import claim_with_history, read_run, read_run_and_claim_turn
 from lunora_jobs.engine.kinds.base import (
     ALL_ROWS,
@@ -42,11 +43,12 @@ from lunora_jobs.engine.steps import (
     turn_number,
     turn_step,
 )
-from lunora_jobs.errors import ConfigurationError, ToolInputError
+from lunora_jobs.errors import ConfigurationError, ModelResponseError, ToolInputError
 from lunora_jobs.loop import PrepareStepArgs, PrepareStepResult, RepairArgs
 from lunora_jobs.memory.inject import with_memory
-from lunora_jobs.models.base import Model, ToolCall, ToolChoice, Usage
+from lunora_jobs.models.base import Model, ModelTurn, ToolCall, ToolChoice, ToolSpec, Usage
 from lunora_jobs.models.messages import assistant_message
+from lunora_jobs.models.streaming import StreamingModel, TextDelta, TurnDone
 from lunora_jobs.store.records import MessageRecord, NewMessage, RunRecord, StepCompletion, UsageEntry
 
 log = logging.getLogger(__name__)
@@ -93,7 +95,11 @@ class TurnStep(StepKind):
         """Call the model; a final answer ends the run in this completion."""
         run, agent, claim, number = state.run, state.agent, state.claim, state.name.turn
         assert run is not None and agent is not None and claim is not None and number is not None
-        result = run_turn(deps, run, agent, number, state.history)
+        deltas = None
+        if deps.settings.stream_deltas:  # fenced by the claim's generation (see engine/deltas.py)
+            deltas = TurnDeltas(deps.events, run_info(run).thread_key, run_id=run.id, turn=number,
+                                attempt=claim.step.attempt, generation=claim.step.generation)
+        result = run_turn(deps, run, agent, number, state.history, deltas)
         usage = result.turn.usage
         run_patch: dict[str, Any] = {"add_turns": 1, "add_input_tokens": usage.input_tokens,
                                      "add_output_tokens": usage.output_tokens}
@@ -133,11 +139,12 @@ class TurnStep(StepKind):
 
 def run_turn(
     deps: EngineDeps, run: RunRecord, agent: AgentDefinition, number: int,
-    history: Sequence[MessageRecord] | None = None,
+    history: Sequence[MessageRecord] | None = None, deltas: TurnDeltas | None = None,
 ) -> TurnResult:
     """Call the model for turn ``number`` and check its tool calls. No writes: the caller completes.
 
     ``history``: the thread's messages when the caller read them with its claim; else read here.
+    ``deltas``: where a streaming model's text goes while it runs (token streaming); None: no stream.
     """
     info = run_info(run)
     model = deps.model_for(agent)
@@ -173,9 +180,7 @@ def run_turn(
         tool_choice = override.tool_choice if override.tool_choice is not None else tool_choice
         active = override.active_tools
     output_schema = agent.output.json_schema if agent.output is not None else None
-    turn = model.generate(
-        messages, tools=agent.tool_specs(active), tool_choice=tool_choice, output_schema=output_schema
-    )
+    turn = call_model(model, messages, agent.tool_specs(active), tool_choice, output_schema, deltas)
     if turn.model is None:
         turn = dataclasses.replace(turn, model=model.name)
     turn = dataclasses.replace(turn, usage=turn.usage + prompt.usage)
@@ -193,6 +198,26 @@ def run_turn(
         except ValueError as exc:  # OutputParseError, and pydantic's errors
             output_error = str(exc)
     return TurnResult(turn, invalid, approvals, prompt.brief, output, output_error)
+
+
+def call_model(
+    model: Model, messages: Sequence[dict[str, Any]], tools: Sequence[ToolSpec], tool_choice: ToolChoice,
+    output_schema: dict[str, Any] | None, deltas: TurnDeltas | None,
+) -> ModelTurn:
+    """One model call: streamed into ``deltas`` when given and the model streams, else ``generate``.
+    Either way the result is the one ``ModelTurn`` the ledger memoizes."""
+    if deltas is None or not isinstance(model, StreamingModel):
+        return model.generate(messages, tools=tools, tool_choice=tool_choice, output_schema=output_schema)
+    events = model.stream(messages, tools=tools, tool_choice=tool_choice, output_schema=output_schema)
+    try:
+        for event in events:
+            if isinstance(event, TextDelta):
+                deltas.text(event.text)
+            elif isinstance(event, TurnDone):
+                return event.turn
+    finally:
+        deltas.close()
+    raise ModelResponseError(f"model {model.name!r} ended its stream without the finished turn (TurnDone)")
 
 
 def _check_calls(agent: AgentDefinition, calls: list[ToolCall]) -> tuple[list[ToolCall], dict[str, str]]:

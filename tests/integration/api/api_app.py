@@ -8,6 +8,9 @@ turn must — so the workers and the API process agree on every turn:
 - ``block <v>``: calls ``block``, which waits until the test sets ``<prefix>:release`` in Redis;
 - ``remember <v>``: writes the synced state;
 - anything else is answered directly.
+
+With ``API_STREAM_MODEL_URL`` set, the ``streamer`` agent answers through the OpenAI adapter from
+that OpenAI-wire test server (token streaming).
 """
 
 from __future__ import annotations
@@ -103,14 +106,28 @@ class ApiInputModel:
 support = define_agent(name="support", instructions="Test agent.", model=ApiInputModel(),
                        tools=[tick, charge_card, block, remember], step_timeout_s=20,
                        initial_state={"note": None}, max_turns=40)
-AGENTS = [support]
+
+
+def _streaming_model(settings: Any) -> Any:
+    from lunora_jobs.models.openai import OpenAIModel
+
+    return OpenAIModel("test-model-2026", api_key="test-key", base_url=os.environ["API_STREAM_MODEL_URL"])
+
+
+# Token-streaming tests only: a real OpenAI adapter against the test's OpenAI-wire server.
+streamer = define_agent(name="streamer", instructions="Answer at length.", model=_streaming_model,
+                        step_timeout_s=3, max_turns=2)
+AGENTS = [support, streamer] if os.environ.get("API_STREAM_MODEL_URL") else [support]
 
 
 def build_app() -> Any:
     """A fresh ``Lunora`` app on the current environment."""
     from lunora_jobs.runtime import Lunora
 
-    return Lunora.from_env(agents=AGENTS, redis_prefix=os.environ["API_TEST_PREFIX"])
+    app = Lunora.from_env(agents=AGENTS, redis_prefix=os.environ["API_TEST_PREFIX"])
+    if os.environ.get("API_LEASE_MARGIN_S"):  # a killed worker's lease expires within seconds
+        app.deps.lease_margin_s = float(os.environ["API_LEASE_MARGIN_S"])
+    return app
 
 
 @cache

@@ -74,6 +74,8 @@ class ChatServer:
     headers: list[dict[str, str]] = field(default_factory=list)
     base_url: str = ""
     stream_piece: int = 3
+    stream_delay_s: float = 0.0
+    """Pause after each streamed chunk (read per chunk: a test may change it mid-stream)."""
     embedding_dimensions: int = 8
     embedding_cost: float | None = None
 
@@ -165,7 +167,8 @@ def _handler(state: ChatServer) -> type[BaseHTTPRequestHandler]:
             if body.get("stream"):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 chunks = stream_chunks(state.replies.pop(0), state.stream_piece, include_usage)
-                self.send_events([*(f"data: {json.dumps(c)}\n\n" for c in chunks), "data: [DONE]\n\n"])
+                self.send_events([*(f"data: {json.dumps(c)}\n\n" for c in chunks), "data: [DONE]\n\n"],
+                                 lambda: state.stream_delay_s)
                 return
             self._send(200, state.replies.pop(0))
 

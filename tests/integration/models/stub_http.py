@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -30,8 +31,9 @@ class StubHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
-    def send_events(self, events: Iterable[str]) -> None:
-        """Send ``events`` (each a complete SSE event, blank line included), flushing each one."""
+    def send_events(self, events: Iterable[str], delay_s: Callable[[], float] = lambda: 0.0) -> None:
+        """Send ``events`` (each a complete SSE event, blank line included), flushing each one and
+        pausing ``delay_s()`` seconds after it (read per event, so a test can speed a stream up)."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
@@ -39,6 +41,9 @@ class StubHandler(BaseHTTPRequestHandler):
         for event in events:
             self.wfile.write(event.encode())
             self.wfile.flush()
+            pause = delay_s()
+            if pause > 0:
+                time.sleep(pause)
         self.close_connection = True
 
 

@@ -1,0 +1,72 @@
+"""Token streaming of a turn: the model's text deltas, published on the thread's channel as it runs.
+
+While ``llm:turn:<n>`` runs a streaming model, ``TurnDeltas`` publishes ``{"type": "delta", "run_id",
+"turn", "attempt", "generation", "offset", "text"}`` on the thread's event bus (``events.EventBus``):
+``offset`` is the number of characters of this attempt's text before ``text``, so a watcher that
+joined late can tell it missed the start. Pieces are coalesced (at most one publish per
+``interval_s``, the first one at once) so a fast model costs a few publishes per second, not one per
+token.
+
+Deltas are transient: nothing is written, and the turn's persisted assistant message replaces them.
+They are fenced by the claim's ``generation``: a retried or taken-over turn streams under a higher
+one, and a live stream drops deltas of a generation older than the newest it saw, and every delta of
+a turn whose message it already sent (``lunora_jobs.api.live.feed``). A replayed turn runs no model,
+so it publishes nothing.
+
+Example::
+
+    deltas = TurnDeltas(app.events, "t1", run_id="r1", turn=0, attempt=1, generation=1)
+    deltas.text("Hel"); deltas.text("lo")    # one publish now, the rest at the next interval or close
+    deltas.close()
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from lunora_jobs.engine.events import EventBus
+
+INTERVAL_S = 0.05
+"""At most one publish per 50 ms per streaming turn (the first piece goes out at once)."""
+
+
+class TurnDeltas:
+    """Coalesces one turn attempt's text deltas into notices on its thread's channel."""
+
+    def __init__(self, events: EventBus, thread_key: str, *, run_id: str, turn: int, attempt: int,
+                 generation: int, interval_s: float = INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._events = events
+        self._thread_key = thread_key
+        self._head = {"type": "delta", "run_id": run_id, "turn": turn, "attempt": attempt,
+                      "generation": generation}
+        self._interval_s = interval_s
+        self._clock = clock
+        self._pending: list[str] = []
+        self._offset = 0  # characters already published
+        self._last: float | None = None
+        self.published = 0
+
+    def text(self, piece: str) -> None:
+        """Add a piece of the turn's text; publish if the interval since the last publish passed."""
+        if not piece:
+            return
+        self._pending.append(piece)
+        now = self._clock()
+        if self._last is None or now - self._last >= self._interval_s:
+            self._flush(now)
+
+    def close(self) -> None:
+        """Publish what is left (called when the model's stream ended, however it ended)."""
+        self._flush(self._clock())
+
+    def _flush(self, now: float) -> None:
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._events.publish(self._thread_key, {**self._head, "offset": self._offset, "text": text})
+        self._offset += len(text)
+        self._last = now
+        self.published += 1

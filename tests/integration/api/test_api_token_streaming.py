@@ -1,0 +1,122 @@
+"""Token streaming end to end: a Celery worker runs a turn through the real OpenAI adapter against an
+OpenAI-wire server that streams its answer in pieces; the text reaches the thread's live stream (SSE
+through ``lunora api``, via Redis pub/sub) while the turn runs, and the persisted message replaces it.
+A worker killed mid-turn: the retry streams under a higher generation, the killed attempt's pieces
+are never shown after it, and the stored answer is the retry's, exactly."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from api_stack import ApiStack
+from stream_support import Event, finished, read_sse
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "models"))
+from openai_chat_server import ChatServer, chat_server, reply
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+TEXT = ("Durable agents stream their answers while the turn runs: every piece reaches the browser at "
+        "once, and the stored message, written when the turn completes, is the one that stays. ") * 2
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    with chat_server() as state:
+        state.stream_piece = 6
+        yield state
+
+
+@pytest.fixture
+def stack_env(server: ChatServer) -> dict[str, str]:
+    # The streamer agent's lease: step_timeout_s 3 + 1 s margin, so a killed turn is retried soon.
+    return {"API_STREAM_MODEL_URL": server.base_url, "API_LEASE_MARGIN_S": "1"}
+
+
+def _deltas(events: list[Event]) -> list[dict[str, Any]]:
+    return [data for event, data, _ in events if event == "delta"]
+
+
+def _answer_index(events: list[Event], run_id: str) -> int:
+    return next(i for i, (event, data, _) in enumerate(events)
+                if event == "message" and data["role"] == "assistant" and data["run_id"] == run_id)
+
+
+def test_deltas_stream_while_the_turn_runs_and_the_message_replaces_them(
+    stack: ApiStack, server: ChatServer
+) -> None:
+    server.stream_delay_s = 0.03
+    server.replies.append(reply(content=TEXT))
+    stack.start_worker()
+    api = stack.start_api()
+    body = {"agent": "streamer", "input": "Tell me about streaming.", "thread_key": "t-tok"}
+    run_id = stack.client(api, "alice").post("/runs", json=body).json()["id"]
+    events, _ = read_sse(f"{api.url}/threads/t-tok/events", stack.auth("alice"), finished(run_id))
+
+    answer = _answer_index(events, run_id)
+    assert events[answer][1]["content"] == TEXT
+    before, after = _deltas(events[:answer]), _deltas(events[answer:])
+    assert len(before) >= 5, "the text streamed in pieces before the message"
+    assert after == [], "no delta of a turn after its message"
+    # Pieces are contiguous from the first one this client saw, and join to the stored text.
+    first = before[0]["offset"]
+    assert [d["offset"] for d in before] == [first + sum(len(d["text"]) for d in before[:i])
+                                             for i in range(len(before))]
+    assert TEXT[first:] == "".join(d["text"] for d in before)
+    assert {(d["run_id"], d["turn"], d["generation"]) for d in before} == {(run_id, 0, 1)}
+    assert server.requests[-1]["stream"] is True and server.requests[-1]["stream_options"]["include_usage"]
+    assert stack.app.store.get_run(run_id).output_tokens == 7  # usage from the streamed turn
+
+
+def test_a_turn_killed_mid_stream_restarts_under_a_newer_generation(
+    stack: ApiStack, server: ChatServer
+) -> None:
+    server.stream_delay_s = 0.15  # ~8 s for the whole answer: the kill lands mid-stream
+    server.replies += [reply(content=TEXT), reply(content=TEXT)]
+    first = stack.start_worker()
+    api = stack.start_api()
+    body = {"agent": "streamer", "input": "Tell me about recovery.", "thread_key": "t-kill"}
+    run_id = stack.client(api, "alice").post("/runs", json=body).json()["id"]
+    stop = threading.Event()
+
+    def sweep() -> None:  # what beat's tick does: re-dispatch the turn once its lease expired
+        while not stop.wait(0.5):
+            stack.app.sweep(grace_ms=500)
+
+    sweeper = threading.Thread(target=sweep, daemon=True)
+    killed: list[float] = []
+
+    def watch(events: list[Event]) -> bool:
+        if not killed and len(_deltas(events)) >= 3:
+            first.kill()  # SIGKILL mid-turn: the model's stream is cut, nothing is recorded
+            killed.append(time.monotonic())
+            server.stream_delay_s = 0.01
+            stack.start_worker()
+            sweeper.start()
+        return finished(run_id)(events)
+
+    try:
+        events, _ = read_sse(f"{api.url}/threads/t-kill/events", stack.auth("alice"), watch, timeout=90)
+    finally:
+        stop.set()
+    assert killed, "the stream never showed three deltas before the kill"
+    answer = _answer_index(events, run_id)
+    assert events[answer][1]["content"] == TEXT
+    deltas = _deltas(events[:answer])
+    generations = [d["generation"] for d in deltas]
+    assert generations == sorted(generations), "a killed attempt's piece arrived after the retry's"
+    old, new = min(generations), max(generations)
+    assert new > old
+    retry = [d for d in deltas if d["generation"] == new]
+    assert retry[0]["offset"] == 0 and "".join(d["text"] for d in retry) == TEXT  # starts over, whole
+    assert _deltas(events[answer:]) == []
+    steps = {s.name: s for s in stack.app.store.list_steps(run_id)}
+    assert steps["llm:turn:0"].status == "completed" and steps["llm:turn:0"].attempt >= 2
+    messages = stack.stored_transcript("t-kill")
+    assert [m["role"] for m in messages] == ["user", "assistant"]  # the killed attempt left nothing
