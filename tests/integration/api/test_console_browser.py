@@ -7,34 +7,13 @@ on the DOM; a screenshot is saved under the test's tmp dir for a person to look 
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from api_stack import TOKENS, ApiStack
-from suite_settings import require_module, service_unavailable
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
-        service_unavailable("Debian's chromium is not installed (apt-get install chromium)")
-    sync_playwright = require_module("playwright.sync_api").sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def test_console_watch_approve_and_timeline(stack: ApiStack, browser: Any, tmp_path: Path) -> None:
