@@ -63,7 +63,7 @@ from lunora_jobs.models import (
 )
 from lunora_jobs.runtime import AgentClient, Lunora, RunResult, load_app
 from lunora_jobs.skills import SkillDefinition, define_skill
-from lunora_jobs.toolbox import McpServer, code_tool, container_tool, fs_tool, mcp_tools
+from lunora_jobs.toolbox import McpServer, browser_tool, code_tool, container_tool, fs_tool, mcp_tools
 from lunora_jobs.tools import ToolContext, ToolDefinition, define_tool, function_tool, tool
 
 __all__ = [
@@ -106,6 +106,7 @@ __all__ = [
     "ToolInputError",
     "UnknownModelProviderError",
     "Usage",
+    "browser_tool",
     "code_tool",
     "container_tool",
     "define_agent",

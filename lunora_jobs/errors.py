@@ -100,6 +100,11 @@ class SandboxPathError(LunoraError, ValueError):
     malformed (NUL, control characters, over-long names); the tool refuses it and the model reads why."""
 
 
+class BrowserUnavailableError(ConfigurationError):
+    """``browser_tool`` needs Playwright (``pip install 'lunora-jobs[browser]'``) and a Chromium at its
+    ``executable_path`` (Debian: ``apt-get install chromium``); the message says which is missing."""
+
+
 class OutputParseError(LunoraError, ValueError):
     """The model's final answer is not valid JSON for the agent's ``output`` schema."""
 

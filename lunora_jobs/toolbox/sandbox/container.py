@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from lunora_jobs.errors import InvalidToolError, ToolError
+from lunora_jobs.toolbox._schema import op_schema
 from lunora_jobs.toolbox.sandbox.reference_server import EXEC_ROUTE
 from lunora_jobs.tools import NeedsApproval, ToolContext, ToolDefinition, define_tool
 
@@ -123,21 +124,16 @@ def container_tool(
                 result["body"] = json.loads(text)
         return result
 
-    schema = {
-        "type": "object",
-        "properties": {
-            "op": {"type": "string", "enum": ["fetch", "exec"]},
-            "path": {"type": "string", "description": "fetch: the route on the sandbox, e.g. /files/out.txt"},
-            "method": {"type": "string",
-                       "description": "fetch: GET (default), POST, PUT, PATCH, DELETE, HEAD"},
-            "body": {"description": "fetch: a string or JSON value to send"},
-            "command": {"description": "exec: a shell command string, or a list of arguments",
-                        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-            "timeout_s": {"type": "number", "exclusiveMinimum": 0},
-        },
-        "required": ["op"],
-        "additionalProperties": False,
-    }
+    schema = op_schema({
+        "op": {"type": "string", "enum": ["fetch", "exec"]},
+        "path": {"type": "string", "description": "fetch: the route on the sandbox, e.g. /files/out.txt"},
+        "method": {"type": "string",
+                   "description": "fetch: GET (default), POST, PUT, PATCH, DELETE, HEAD"},
+        "body": {"description": "fetch: a string or JSON value to send"},
+        "command": {"description": "exec: a shell command string, or a list of arguments",
+                    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+        "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+    })
     return define_tool(
         name,
         description=("A sandbox machine: op exec runs a command in its workspace (no network); op fetch "

@@ -15,6 +15,7 @@ from typing import Any
 
 from lunora_jobs.config import Settings
 from lunora_jobs.errors import InvalidToolError, SandboxPathError, ToolError
+from lunora_jobs.toolbox._schema import op_schema
 from lunora_jobs.toolbox.sandbox.paths import confine
 from lunora_jobs.toolbox.sandbox.store import Entry, LocalDirStore, ObjectStore
 from lunora_jobs.tools import NeedsApproval, ToolContext, ToolDefinition, define_tool
@@ -79,16 +80,11 @@ def fs_tool(
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise ToolError(f"fs {op} {path!r} failed: {reason}.") from None
 
-    schema = {
-        "type": "object",
-        "properties": {
-            "op": {"type": "string", "enum": sorted(ops)},
-            "path": {"type": "string", "description": "Relative to your folder, '/'-separated."},
-            "content": {"type": "string", "description": "What to write (write only)."},
-        },
-        "required": ["op"],
-        "additionalProperties": False,
-    }
+    schema = op_schema({
+        "op": {"type": "string", "enum": sorted(ops)},
+        "path": {"type": "string", "description": "Relative to your folder, '/'-separated."},
+        "content": {"type": "string", "description": "What to write (write only)."},
+    })
     return define_tool(
         name,
         description=(f"Files in your own folder: op ls | read | write (with content) | rm | stat. Reads up "
