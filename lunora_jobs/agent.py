@@ -76,6 +76,8 @@ class AgentDefinition:
     action_approval_mode: ApprovalMode = "blocking"
     max_attempts: int = 5
     step_timeout_s: float = 300.0
+    active_tools: tuple[str, ...] | None = None
+    """The tools the model sees on every turn (``prepare_step`` may pick others per turn); None: all."""
 
     def resolve_instructions(self, context: Mapping[str, Any]) -> str:
         """The system prompt for a run: ``context`` holds run_id, thread_key, owner, input.
@@ -136,6 +138,7 @@ def define_agent(
     action_approval_mode: str = "blocking",
     max_attempts: int = 5,
     step_timeout_s: float = 300.0,
+    active_tools: Sequence[str] | None = None,
     **unknown: Any,
 ) -> AgentDefinition:
     """Validate the options and return an ``AgentDefinition``.
@@ -221,6 +224,7 @@ def define_agent(
         action_approval_mode=action_approval_mode,  # type: ignore[arg-type]  # checked above
         max_attempts=max_attempts,
         step_timeout_s=float(step_timeout_s),
+        active_tools=_check_active_tools(where, active_tools, tool_map, memory_options, skill_list, name),
     )
 
 
@@ -276,6 +280,33 @@ def _check_skills(where: str, skills: Sequence[SkillDefinition]) -> tuple[SkillD
             raise InvalidAgentOptionError(f"{where}: the skill {skill.name!r} is listed twice; list it once.")
         seen.add(skill.name)
     return tuple(skills)
+
+
+def _check_active_tools(
+    where: str, active: Sequence[str] | None, tools: Mapping[str, ToolDefinition],
+    memory: MemoryOption | None, skills: tuple[SkillDefinition, ...], agent: str,
+) -> tuple[str, ...] | None:
+    """Pinned tool names must be the agent's, and must keep every memory tool (else the model could
+    never retrieve); checked here, at declaration, rather than hiding a tool at run time."""
+    if active is None:
+        return None
+    if isinstance(active, str | bytes) or not all(isinstance(n, str) for n in active):
+        raise InvalidAgentOptionError(f"{where}: active_tools must be a list of tool names.")
+    unknown = [n for n in active if n not in tools]
+    if unknown:
+        raise InvalidAgentOptionError(
+            f"{where}: active_tools names {', '.join(map(repr, unknown))}, which the agent does not "
+            f"declare; its tools: {', '.join(tools) or '(none)'}."
+        )
+    memories = [memory] + [s.memory for s in skills]
+    minted = [t.name for m in memories if isinstance(m, SemanticMemory) for t in memory_tools(m, agent)]
+    hidden = [n for n in minted if n not in active]
+    if hidden:
+        raise InvalidAgentOptionError(
+            f"{where}: active_tools leaves out the memory tool(s) {', '.join(map(repr, hidden))}; list "
+            "them too (the model could not retrieve otherwise), or drop active_tools."
+        )
+    return tuple(dict.fromkeys(active))
 
 
 def _check_int(where: str, option: str, value: Any, minimum: int) -> None:

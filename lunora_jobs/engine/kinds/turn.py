@@ -165,7 +165,7 @@ def run_turn(
     prompt = prepare_prompt(system, history, agent.compaction, summarizer)
     messages = prompt.messages
     tool_choice: ToolChoice = "auto"
-    active: list[str] | None = None
+    active: Sequence[str] | None = agent.active_tools
     if agent.prepare_step is not None:
         override = PrepareStepResult.coerce(
             agent.prepare_step(PrepareStepArgs(number, list(messages), model, agent.tools))
@@ -178,7 +178,7 @@ def run_turn(
         if override.system is not None:
             messages = replace_system(messages, override.system)
         tool_choice = override.tool_choice if override.tool_choice is not None else tool_choice
-        active = override.active_tools
+        active = override.active_tools if override.active_tools is not None else active
     output_schema = agent.output.json_schema if agent.output is not None else None
     turn = call_model(model, messages, agent.tool_specs(active), tool_choice, output_schema, deltas)
     if turn.model is None:
