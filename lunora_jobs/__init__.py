@@ -62,6 +62,7 @@ from lunora_jobs.models import (
     tool_calls_turn,
 )
 from lunora_jobs.runtime import AgentClient, Lunora, RunResult, load_app
+from lunora_jobs.scheduling import CronEntry, CronJobs, cron_jobs
 from lunora_jobs.skills import SkillDefinition, define_skill
 from lunora_jobs.toolbox import McpServer, browser_tool, code_tool, container_tool, fs_tool, mcp_tools
 from lunora_jobs.tools import ToolContext, ToolDefinition, define_tool, function_tool, tool
@@ -72,6 +73,8 @@ __all__ = [
     "CompactionOptions",
     "ConfigurationError",
     "ConflictError",
+    "CronEntry",
+    "CronJobs",
     "Dispatcher",
     "InProcessDispatcher",
     "LocalLock",
@@ -109,6 +112,7 @@ __all__ = [
     "browser_tool",
     "code_tool",
     "container_tool",
+    "cron_jobs",
     "define_agent",
     "define_skill",
     "define_tool",

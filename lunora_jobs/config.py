@@ -145,6 +145,16 @@ class Settings(RagSettings):
         default=5.0, validation_alias=AliasChoices("LUNORA_SWEEP_INTERVAL", "sweep_interval")
     )
     """Seconds between beat's sweep (and due-delayed-runs) ticks."""
+    scheduler_tick: float = Field(
+        default=1.0, gt=0, validation_alias=AliasChoices("LUNORA_SCHEDULER_TICK", "scheduler_tick")
+    )
+    """Seconds between claims of due schedules (beat's ``lunora.dispatch_due``, the embedded ticker):
+    a delayed run or cron fire starts within one tick of its time."""
+    scheduler_thread: bool = Field(
+        default=True, validation_alias=AliasChoices("LUNORA_SCHEDULER_THREAD", "scheduler_thread")
+    )
+    """In the embedded default (in-process dispatcher), fire due schedules from a daemon thread of the
+    app; False: call ``app.dispatch_due()`` yourself (tests driving a fake clock do)."""
     sweep_grace_ms: int | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_SWEEP_GRACE_MS", "sweep_grace_ms")
     )

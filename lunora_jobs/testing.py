@@ -110,7 +110,9 @@ class Harness:
         self.dispatcher = dispatcher or InProcessDispatcher()
         self.app = Lunora(
             [agent, *extra_agents], store=store, dispatcher=self.dispatcher, lock=lock or LocalLock(),
-            settings=Settings(openai_api_key=None, openai_base_url=None), model=self.model,
+            # No scheduler thread: a test fires due schedules itself (``harness.app.dispatch_due()``).
+            settings=Settings(openai_api_key=None, openai_base_url=None, scheduler_thread=False),
+            model=self.model,
         )
         # Record every ctx.run, stubbed or not (the seed's harness.dispatches).
         self.app.deps.run_function = self._run_function

@@ -1,12 +1,16 @@
-"""Celery beat's schedule: the sweep tick, plus what the user's app supports — the due-delayed-runs
-tick and agents' cron entries (added when beat starts, from ``LUNORA_APP``).
+"""Celery beat's schedule: the sweep tick, plus what the user's app supports — the due-schedules
+tick and a wake-up per cron entry (added when beat starts, from ``LUNORA_APP``).
 
 Run one beat replica (``lunora beat``). The sweep re-enqueues runs whose next step has no live lease
 (a message lost in the broker, a worker killed before it acknowledged), so it only needs to be
 frequent enough to bound that delay. Delayed runs live in the database (``agent_schedules``), never
 in a broker ETA: an ETA longer than the visibility timeout is redelivered again and again.
 
-Configuration: ``LUNORA_SWEEP_INTERVAL`` (seconds, default 5), through ``Settings``.
+Delayed runs and cron fires are claimed in the database by the ``lunora.dispatch_due`` tick, so two
+beats by mistake still fire each occurrence once.
+
+Configuration: ``LUNORA_SWEEP_INTERVAL`` (seconds, default 5) and ``LUNORA_SCHEDULER_TICK``
+(seconds, default 1), through ``Settings``.
 
 Example::
 
@@ -17,14 +21,15 @@ Example::
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from celery import signals
-from celery.schedules import crontab
 
 from lunora_jobs.config import Settings
+from lunora_jobs.scheduling import CronEntry
 from workers.app_loader import get_app
+from workers.cron_schedule import EntrySchedule
 
 log = logging.getLogger(__name__)
 
@@ -49,44 +54,39 @@ def beat_schedule(interval: float | None = None) -> dict[str, dict[str, Any]]:
     return {"lunora-sweep": _tick("lunora.sweep", every)}
 
 
+def scheduler_tick_s() -> float:
+    """Seconds between due-schedule ticks (``LUNORA_SCHEDULER_TICK``, default 1)."""
+    return Settings().scheduler_tick
+
+
 def app_entries(lunora_app: Any, interval: float | None = None) -> dict[str, dict[str, Any]]:
-    """Entries that depend on what the user's app supports: the due-delayed-runs tick (when the app
-    has ``dispatch_due``) and the cron entries its agents declare (``cron_entries``)."""
+    """Entries that depend on what the user's app supports: the due-schedules tick (when the app has
+    ``dispatch_due``, every ``LUNORA_SCHEDULER_TICK`` seconds) and one wake-up per cron entry it
+    declares (``app.scheduler.crons``), so ``celery beat`` lists them."""
     entries: dict[str, dict[str, Any]] = {}
     if callable(getattr(lunora_app, "dispatch_due", None)):
-        every = interval if interval is not None else sweep_interval_s()
+        every = interval if interval is not None else scheduler_tick_s()
         entries["lunora-dispatch-due"] = _tick("lunora.dispatch_due", every)
-    declared = getattr(lunora_app, "cron_entries", None)
-    if declared is not None:
-        entries.update(cron_entries(declared() if callable(declared) else declared))
+    scheduler = getattr(lunora_app, "scheduler", None)
+    crons = getattr(scheduler, "crons", None)
+    if crons:
+        entries.update(cron_entries(crons.values()))
     return entries
 
 
-def cron_entries(declared: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Beat entries for agents' cron declarations.
+def cron_entries(declared: Iterable[CronEntry]) -> dict[str, dict[str, Any]]:
+    """Beat entries for cron entries: each wakes ``lunora.dispatch_due`` at the entry's fire times.
 
-    Each declaration is a mapping with ``name``, ``agent``, ``input``, ``thread_key`` and either
-    ``cron`` (a five-field crontab string, UTC) or ``every`` (seconds). Each entry starts a run
-    through the ``lunora.start_run`` task.
+    The fire itself is the database claim of the entry's ``agent_schedules`` row (its next fire and
+    last fire live there), so two beats, or a wake-up and the regular tick, start one run per fire.
     """
-    entries: dict[str, dict[str, Any]] = {}
-    for item in declared:
-        if "cron" in item:
-            minute, hour, day_of_month, month, day_of_week = str(item["cron"]).split()
-            schedule: Any = crontab(minute, hour, day_of_week, day_of_month, month)
-        else:
-            schedule = float(item["every"])
-        entries[f"lunora-cron:{item['name']}"] = {
-            "task": "lunora.start_run",
-            "schedule": schedule,
-            "kwargs": {
-                "agent": item["agent"],
-                "input": item.get("input"),
-                "thread_key": item.get("thread_key"),
-                "owner": item.get("owner"),
-            },
+    return {
+        f"lunora-cron:{entry.name}": {
+            "task": "lunora.dispatch_due", "schedule": EntrySchedule(entry),
+            "options": {"expires": MIN_TICK_EXPIRY_S},
         }
-    return entries
+        for entry in declared
+    }
 
 
 def _add_app_entries(sender: Any = None, **_: Any) -> None:

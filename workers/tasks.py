@@ -10,9 +10,9 @@ Tasks (all routed to ``LUNORA_QUEUE``):
 - ``lunora.turn`` / ``lunora.tool`` / ``lunora.step``: ``app.execute_step(run_id, step)`` — one LLM
   turn, one tool call, or any other step kind (memory reads, resumes).
 - ``lunora.sweep``: ``app.sweep()`` — re-dispatch runs whose next step has no live lease.
-- ``lunora.dispatch_due``: ``app.dispatch_due()`` — start delayed runs that came due (a no-op when
-  the loaded app has no delayed-run support).
-- ``lunora.start_run``: start a run of a named agent (what beat's cron entries send).
+- ``lunora.dispatch_due``: ``app.dispatch_due()`` — start the delayed runs and cron fires that came
+  due (beat sends it every ``LUNORA_SCHEDULER_TICK`` seconds and at each cron entry's fire time).
+- ``lunora.start_run``: start a run of a named agent now (scripts, operators).
 """
 
 from __future__ import annotations
@@ -82,14 +82,24 @@ def _sweep(grace_ms: int | None = None) -> int:
     return len(dispatched or ())
 
 
-def _dispatch_due() -> Any:
-    """Start the delayed runs (``run_after`` / ``run_at``) that came due."""
+def _dispatch_due() -> int:
+    """Start the delayed runs (``run_after`` / ``run_at``) and cron fires that came due; returns how
+    many started. Safe on two beats at once: each occurrence is claimed in the database."""
     due = getattr(get_app(), "dispatch_due", None)
-    return due() if callable(due) else None
+    report = due() if callable(due) else None
+    fired = getattr(report, "fired", None) or []
+    # Silent when nothing was due: beat runs this every second.
+    if fired:
+        log.info("lunora scheduler: started %s", [f"{sid} -> {run_id}" for sid, run_id in fired])
+    for outcome in ("skipped", "failed"):
+        ids = getattr(report, outcome, None)
+        if ids:
+            log.warning("lunora scheduler: %s %s", outcome, ids)
+    return len(fired)
 
 
 def _start_run(agent: str, input: Any = None, thread_key: str | None = None, owner: str | None = None) -> str:
-    """Start a run of agent ``agent`` (beat's cron entries). Returns the run id."""
+    """Start a run of agent ``agent`` now. Returns the run id."""
     client = getattr(get_app().agents, agent)
     handle = client.run(input=input, thread_key=thread_key, owner=owner)
     return str(handle.id)

@@ -11,7 +11,7 @@ Example::
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
@@ -34,6 +34,7 @@ from lunora_jobs.runtime.approvals_api import ApprovalsAPI
 from lunora_jobs.runtime.project_path import ensure_cwd_on_path
 from lunora_jobs.runtime.telemetry_hooks import TelemetryHooks
 from lunora_jobs.runtime.threads_api import ThreadsAPI
+from lunora_jobs.scheduling import CronEntry, DueReport, Scheduler
 from lunora_jobs.store.base import AgentStore
 from lunora_jobs.telemetry.steplog import StepLogHooks
 
@@ -68,7 +69,8 @@ class Lunora:
     ``database_url``), in-process dispatch (Celery when ``broker_url`` is given, loaded by name so
     ``lunora_jobs`` never imports Celery), a process-local lock (Redis when ``redis_url`` is given).
     ``functions`` maps the paths tools dispatch with ``ctx.run(path, args)`` to callables taking
-    ``args``. ``model`` replaces every agent's model (the test harness uses it).
+    ``args``. ``model`` replaces every agent's model (the test harness uses it). ``crons``: cron
+    entries (``cron_jobs()``) the app fires through ``app.scheduler``.
     """
 
     def __init__(
@@ -86,6 +88,7 @@ class Lunora:
         model: Model | None = None,
         redis_prefix: str = DEFAULT_PREFIX,
         events: EventBus | None = None,
+        crons: Iterable[CronEntry] = (),
     ) -> None:
         self.settings = settings or Settings()
         registry: dict[str, AgentDefinition] = {}
@@ -130,6 +133,9 @@ class Lunora:
         self.approvals = ApprovalsAPI(self.deps, self.threads)
         if any(agent.on_inbound or agent.on_email is not None for agent in registry.values()):
             _attach_channels(self)
+        self.scheduler = Scheduler(self.deps, embedded=isinstance(self.dispatcher, InProcessDispatcher))
+        """Delayed runs and cron entries: ``run_after``, ``run_at``, ``cancel``, ``list``, ``register``."""
+        self.scheduler.register(crons)
 
     def _run_task(self, task: StepTask) -> None:
         self.execute_step(task.run_id, task.step)
@@ -184,8 +190,14 @@ class Lunora:
         return sweep(self.deps, batch=batch, grace_ms=grace_ms)
 
 
+    def dispatch_due(self) -> DueReport:
+        """Start the delayed runs and cron fires that came due — what beat's tick task calls."""
+        return self.scheduler.dispatch_due()
+
     def close(self) -> None:
-        """Release pooled database connections (the app is unusable afterwards)."""
+        """Stop the scheduler's ticker and release pooled database connections (the app is unusable
+        afterwards)."""
+        self.scheduler.stop()
         close = getattr(self.store, "close", None)
         if callable(close):
             close()

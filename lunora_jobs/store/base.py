@@ -29,6 +29,10 @@ from lunora_jobs.store.records import (
 
 MAX_IDENTITY = 255
 
+SCHEDULE_LEASE_MS = 60_000
+"""How long a schedule claim holds before another claimer may take the row over (a claimer killed
+between its claim and its fire record): far longer than starting a run takes."""
+
 
 @runtime_checkable
 class AgentStore(Protocol):
@@ -155,12 +159,41 @@ class AgentStore(Protocol):
         """The run's tool calls, oldest first."""
 
     def add_schedule(
-        self, agent: str, run_at: int, payload: JSON = None, *, id: str | None = None
+        self, agent: str, run_at: int, payload: JSON = None, *, id: str | None = None, kind: str = "once"
     ) -> ScheduleRecord:
-        """Queue a delayed run (idempotent on ``id`` when given)."""
+        """Queue a delayed run or a cron entry's first fire at ``run_at`` (idempotent on ``id``)."""
 
-    def claim_due_schedules(self, now: int, limit: int, claimer: str) -> list[ScheduleRecord]:
-        """Claim up to ``limit`` pending schedules due at ``now``; each row goes to one caller only."""
+    def claim_due_schedules(
+        self, now: int, limit: int, claimer: str, *, lease_ms: int = SCHEDULE_LEASE_MS
+    ) -> list[ScheduleRecord]:
+        """Claim up to ``limit`` schedules due at ``now`` — pending ones, and claimed ones whose lease
+        expired (a claimer that died) — for ``lease_ms``; each claim goes to one caller only and
+        counts an attempt."""
+
+    def finish_schedule(
+        self, id: str, *, claimed_by: str, claimed_at: int, status: str, run_id: str | None = None,
+        next_due: int | None = None, error: str | None = None,
+    ) -> bool:
+        """Record a fire (or a failure) of a schedule still held by this claim (``claimed_by``,
+        ``claimed_at``); ``next_due`` makes it pending again at that time (cron). False when the
+        claim was lost (its lease expired and another claimer took it)."""
+
+    def cancel_schedule(self, id: str) -> bool:
+        """Cancel a pending schedule; False when it is not pending (fired, claimed, already cancelled)."""
+
+    def reset_schedule(
+        self, id: str, *, due_at: int, payload: JSON, from_statuses: Collection[str]
+    ) -> bool:
+        """Make the schedule pending at ``due_at`` with ``payload`` (a cron entry whose declaration
+        changed), only while its status is in ``from_statuses``."""
+
+    def get_schedule(self, id: str) -> ScheduleRecord | None:
+        """The schedule, or None."""
+
+    def list_schedules(
+        self, *, status: str | None = None, agent: str | None = None, limit: int = 100
+    ) -> list[ScheduleRecord]:
+        """Schedules by due time (``run_at``, then id), optionally one status's or one agent's."""
 
     # -- usage ------------------------------------------------------------------------------
     def record_usage(self, entry: UsageEntry) -> None:

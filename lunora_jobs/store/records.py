@@ -203,7 +203,13 @@ class ToolCallRecord:
 
 @dataclass(frozen=True, slots=True)
 class ScheduleRecord:
-    """A delayed run waiting in ``agent_schedules`` until ``run_at`` (epoch-ms)."""
+    """A schedule in ``agent_schedules``: a delayed run (``kind="once"``) or a cron entry's next fire.
+
+    ``status``: pending → claimed → fired (once) / back to pending at the next fire (cron); or
+    cancelled, failed, orphaned (a cron row whose entry is no longer declared). ``run_at`` is when
+    the row is next claimable (its due time; while claimed, the lease's expiry); ``due_at`` is the
+    occurrence's time (epoch-ms), from which the fired run's id derives.
+    """
 
     id: str
     agent: str
@@ -213,6 +219,12 @@ class ScheduleRecord:
     claimed_by: str | None
     claimed_at: int | None
     created_at: int
+    kind: str = "once"
+    due_at: int | None = None
+    attempts: int = 0
+    run_id: str | None = None
+    fired_at: int | None = None
+    last_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

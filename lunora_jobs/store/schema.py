@@ -209,6 +209,15 @@ schedules = sa.Table(
     sa.Column("claimed_by", sa.String(IDENTITY)),
     _ts("claimed_at", nullable=True),
     _ts("created_at"),
+    # ``run_at`` is when the row is next claimable: its due time while pending, its lease's expiry
+    # while claimed (so one index range finds both due rows and rows whose claimer died);
+    # ``due_at`` is the occurrence's own time, which the fired run's id derives from.
+    sa.Column("kind", sa.String(16), nullable=False, server_default="once"),
+    _ts("due_at", nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("run_id", sa.String(ID)),
+    _ts("fired_at", nullable=True),
+    sa.Column("last_error", Payload),
     index("agent_schedules", "status", "run_at"),
     **MYSQL_OPTIONS,
 )

@@ -6,7 +6,7 @@ Example::
 
     from lunora_jobs.store.migrations import upgrade, current
     upgrade("postgresql://postgres@127.0.0.1:5432/app")   # to head
-    current("postgresql://postgres@127.0.0.1:5432/app")   # "0004"
+    current("postgresql://postgres@127.0.0.1:5432/app")   # "0005"
 
 Adding a revision: copy the newest file in ``versions/``, bump ``revision`` (the next free number
 on main) and set ``down_revision`` to the previous head; write the change as frozen DDL with

@@ -119,7 +119,7 @@ def tool_call_record(row: Any) -> ToolCallRecord:
 def schedule_record(row: Any) -> ScheduleRecord:
     """An ``agent_schedules`` row as a record."""
     m = row._mapping
-    claimed = m["claimed_at"]
+    claimed, due, fired = m["claimed_at"], m["due_at"], m["fired_at"]
     return ScheduleRecord(
         id=m["id"],
         agent=m["agent"],
@@ -129,6 +129,12 @@ def schedule_record(row: Any) -> ScheduleRecord:
         claimed_by=m["claimed_by"],
         claimed_at=None if claimed is None else int(claimed),
         created_at=int(m["created_at"]),
+        kind=m["kind"],
+        due_at=None if due is None else int(due),
+        attempts=int(m["attempts"]),
+        run_id=m["run_id"],
+        fired_at=None if fired is None else int(fired),
+        last_error=m["last_error"],
     )
 
 

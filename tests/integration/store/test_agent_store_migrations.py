@@ -34,7 +34,11 @@ def _fill_at_0001(url: str) -> dict[str, int]:
     )
     assert store.complete_step("r-old", "llm:turn:0", claim.step.generation, completion)
     store.upsert_tool_call(thread.id, "r-old", "c1", name="lookup", input={"q": 1}, status="done")
-    store.add_schedule("support", 1_700_000_000_000, {"input": "later"}, id="s-old")
+    with store.engine.begin() as conn:  # a delayed run as 0001 wrote it (today's store writes 0005's columns)
+        conn.execute(sa.text(
+            "INSERT INTO agent_schedules (id, agent, run_at, payload, status, created_at)"
+            " VALUES ('s-old', 'support', 1700000000000, '{\"input\":\"later\"}', 'pending', 1)"
+        ))
     counts = _counts(store.engine)
     store.close()
     return counts
@@ -66,6 +70,10 @@ def test_a_database_at_0001_with_data_upgrades_to_head_without_losing_a_row(sql_
     assert run is not None and (run.status, run.turns) == ("completed", 1)
     store.enqueue_run(thread.id, "r-old")  # the table 0002 added works
     assert store.queued_runs(thread.id) == ["r-old"]
+    old = store.get_schedule("s-old")  # 0005: its occurrence time is its due time
+    assert old is not None and (old.kind, old.due_at, old.attempts, old.payload) == (
+        "once", 1_700_000_000_000, 0, {"input": "later"})
+    assert [s.id for s in store.claim_due_schedules(1_700_000_000_000, 10, "beat")] == ["s-old"]
     store.close()
     engine.dispose()
 

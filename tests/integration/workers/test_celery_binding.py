@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import redis
 import redis.connection
-from celery.schedules import crontab
 from suite_settings import settings
 
 from lunora_jobs.engine.dispatch import Dispatcher, StepTask
@@ -118,34 +117,55 @@ def test_beat_schedule_ticks_the_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "lunora-sweep" in app.conf.beat_schedule
 
 
-def test_app_entries_follow_what_the_app_supports() -> None:
+def test_app_entries_follow_what_the_app_supports(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lunora_jobs import Lunora, Settings, cron_jobs, define_agent
+    from lunora_jobs.store.memory import InMemoryStore
+
     class Plain:
         pass
 
-    class Scheduling:
-        def dispatch_due(self) -> int:
-            return 0
-
-        def cron_entries(self) -> list[dict[str, Any]]:
-            return [{"name": "nightly", "cron": "0 3 * * *", "agent": "support"}]
+    support = define_agent(name="support", instructions="Help.", model="offline")
+    crons = cron_jobs()
+    crons.daily("nightly", hour_utc=3, agent=support)
+    crons.cron("berlin", "30 9 * * 1-5", tz="Europe/Berlin", agent=support)
+    crons.interval("pulse", seconds=60, agent=support)
+    lunora = Lunora([support], store=InMemoryStore(), settings=Settings(scheduler_thread=False), crons=crons)
 
     assert app_entries(Plain()) == {}
-    entries = app_entries(Scheduling(), interval=2.0)
+    monkeypatch.setenv("LUNORA_SCHEDULER_TICK", "0.5")
+    entries = app_entries(lunora)
     assert entries["lunora-dispatch-due"]["task"] == "lunora.dispatch_due"
-    assert entries["lunora-dispatch-due"]["schedule"] == 2.0
-    assert entries["lunora-cron:nightly"]["task"] == "lunora.start_run"
+    assert entries["lunora-dispatch-due"]["schedule"] == 0.5  # LUNORA_SCHEDULER_TICK, not the sweep's
+    assert app_entries(lunora, interval=2.0)["lunora-dispatch-due"]["schedule"] == 2.0
+    # Each cron entry is listed by beat as a wake-up of the same database claim (never a start_run).
+    assert {k: v["task"] for k, v in entries.items() if k.startswith("lunora-cron:")} == {
+        "lunora-cron:nightly": "lunora.dispatch_due", "lunora-cron:berlin": "lunora.dispatch_due",
+        "lunora-cron:pulse": "lunora.dispatch_due",
+    }
 
 
-def test_cron_entries_start_runs() -> None:
-    entries = cron_entries([
-        {"name": "nightly", "cron": "0 3 * * *", "agent": "support", "input": "sweep", "thread_key": "cron"},
-        {"name": "pulse", "every": 60, "agent": "ops", "input": None},
-    ])
-    nightly = entries["lunora-cron:nightly"]
-    assert nightly["task"] == "lunora.start_run"
-    assert nightly["schedule"] == crontab(minute="0", hour="3")
-    assert nightly["kwargs"] == {"agent": "support", "input": "sweep", "thread_key": "cron", "owner": None}
-    assert entries["lunora-cron:pulse"]["schedule"] == 60.0
+def test_cron_entries_wake_the_claim_at_the_entrys_own_fire_times() -> None:
+    import pickle
+    from datetime import UTC, datetime, timedelta
+
+    from lunora_jobs import cron_jobs
+    from workers.cron_schedule import EntrySchedule
+
+    crons = cron_jobs()
+    berlin = crons.cron("berlin", "30 9 * * *", tz="Europe/Berlin", agent="support")
+    pulse = crons.interval("pulse", seconds=60, agent="ops")
+    entries = cron_entries([berlin, pulse])
+    assert entries["lunora-cron:pulse"]["schedule"] == EntrySchedule(pulse)
+    # Berlin's 09:30 is 08:30 UTC in January and 07:30 UTC in July.
+    for day, fire in ((datetime(2026, 1, 5, 8, 0, tzinfo=UTC), datetime(2026, 1, 5, 8, 30, tzinfo=UTC)),
+                      (datetime(2026, 7, 6, 7, 0, tzinfo=UTC), datetime(2026, 7, 6, 7, 30, tzinfo=UTC))):
+        before = EntrySchedule(berlin, nowfun=lambda f=fire: f - timedelta(minutes=1))
+        assert before.is_due(day).is_due is False and before.is_due(day).next == 60.0
+        at = EntrySchedule(berlin, nowfun=lambda f=fire: f)
+        due = at.is_due(day)
+        assert due.is_due is True and due.next == 24 * 3600.0  # then the next day's fire
+        assert at.is_due(fire).is_due is False  # beat ran it at the fire: not due again
+    assert pickle.loads(pickle.dumps(EntrySchedule(berlin))) == EntrySchedule(berlin)  # beat's shelve
 
 
 def test_main_runs_the_celery_command_line(capsys: pytest.CaptureFixture[str]) -> None:
