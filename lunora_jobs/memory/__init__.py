@@ -14,15 +14,27 @@ or ``search_<skill>`` / ``read_<skill>``.
 Episodic memory (``kind="episodic"``) summarizes each answered run in one sentence (the post-run
 step ``memory:episode``) and injects the owner's latest episodes at run start (``memory:recall``),
 bounded per owner by ``max_episodes`` and ``ttl_s``.
+
+Graph memory (``kind="graph"``) extracts entities and relations from each answered run
+(``memory:extract``, one structured model call, idempotent upserts of normalized names) and walks a
+bounded breadth-first search from the entities the next run's input names (``memory:traverse``),
+bounded per owner by ``max_entities`` / ``max_edges`` / ``ttl_s``.
 """
 
 from lunora_jobs.memory.identity import MemoryIdentity
-from lunora_jobs.memory.options import EpisodicMemory, MemoryOption, SemanticMemory, coerce_memory
+from lunora_jobs.memory.options import (
+    EpisodicMemory,
+    GraphMemory,
+    MemoryOption,
+    SemanticMemory,
+    coerce_memory,
+)
 from lunora_jobs.memory.search import MemoryHit, MemoryQuery, SearchResult, normalize, search
 from lunora_jobs.memory.tools import memory_tools, project
 
 __all__ = [
     "EpisodicMemory",
+    "GraphMemory",
     "MemoryHit",
     "MemoryIdentity",
     "MemoryOption",

@@ -17,9 +17,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from lunora_jobs.errors import InvalidAgentOptionError, OptionNotAvailableError
+from lunora_jobs.errors import InvalidAgentOptionError
 
 Mode = Literal["inject", "agentic"]
 MAX_TOP_K = 50
@@ -87,18 +87,44 @@ class EpisodicMemory:
     """The model that writes the summary (a cheaper one); None: the agent's own."""
     max_episodes: int = 200
     ttl_s: float | None = None
-    kind: Literal["episodic"] = field(default="episodic", init=False)
-    label: str = field(default="", init=False)
-    read_step: str = field(default="memory:recall", init=False)
-    write_step: str = field(default="memory:episode", init=False)
-    heading: str = field(default="Earlier conversations with this user (oldest first):", init=False)
+    kind: ClassVar[Literal["episodic"]] = "episodic"
+    label: ClassVar[str] = ""
+    read_step: ClassVar[str] = "memory:recall"
+    write_step: ClassVar[str] = "memory:episode"
+    heading: ClassVar[str] = "Earlier conversations with this user (oldest first):"
 
 
-MemoryOption = SemanticMemory | EpisodicMemory
+@dataclass(frozen=True)
+class GraphMemory:
+    """A validated graph memory: entities and relations per owner, traversed breadth-first.
+
+    Reads are bounded by ``depth`` / ``max_seeds`` / ``fan_out`` / ``max_nodes``; storage by
+    ``max_entities`` / ``max_edges`` per owner (the oldest-and-lightest pruned on every write) and,
+    with ``ttl_s``, by age."""
+
+    depth: int = 2
+    max_seeds: int = 4
+    fan_out: int = 8
+    max_nodes: int = 32
+    extraction_model: Any = None
+    """The model that extracts (a cheaper one, structured output); None: the agent's own."""
+    max_entities: int = 500
+    max_edges: int = 2000
+    ttl_s: float | None = None
+    kind: ClassVar[Literal["graph"]] = "graph"
+    label: ClassVar[str] = ""
+    read_step: ClassVar[str] = "memory:traverse"
+    write_step: ClassVar[str] = "memory:extract"
+    heading: ClassVar[str] = "What you know about this user (from earlier conversations):"
+
+
+MemoryOption = SemanticMemory | EpisodicMemory | GraphMemory
 _OPTIONS = ("kind", *(f.name for f in fields(SemanticMemory) if f.init and f.name != "label"))
 _EPISODIC = tuple(f.name for f in fields(EpisodicMemory) if f.init)
-_LATER_KINDS = {
-    "graph": "memory kind 'graph' is not available yet; use the semantic or episodic kind meanwhile.",
+_GRAPH = tuple(f.name for f in fields(GraphMemory) if f.init)
+_INT_BOUNDS = {
+    "recall": (1, 20), "max_episodes": (1, 1_000_000), "depth": (1, 6), "max_seeds": (1, 64),
+    "fan_out": (1, 256), "max_nodes": (1, 1024), "max_entities": (1, 1_000_000), "max_edges": (1, 10_000_000),
 }
 
 
@@ -113,10 +139,10 @@ def coerce_memory(value: Any, *, label: str = "") -> MemoryOption | None:
             f"memory must be a dict such as {{'source': docs, 'top_k': 5}}, got {type(value).__name__}."
         )
     kind = value.get("kind", "semantic")
-    if kind in _LATER_KINDS:
-        raise OptionNotAvailableError(_LATER_KINDS[kind])
     if kind == "episodic":
-        return _episodic(value)
+        return _tier(value, "episodic", EpisodicMemory, _EPISODIC)
+    if kind == "graph":
+        return _tier(value, "graph", GraphMemory, _GRAPH)
     if kind != "semantic":
         raise InvalidAgentOptionError(f"memory kind={kind!r}; use 'semantic', 'graph' or 'episodic'.")
     _refuse_unknown("memory", value, _OPTIONS)
@@ -172,23 +198,29 @@ def coerce_knowledge(value: Any, *, label: str) -> SemanticMemory | None:
     return memory
 
 
-def _episodic(value: Mapping[str, Any]) -> EpisodicMemory:
-    _refuse_unknown("memory", value, ("kind", "episodic"))
-    options = value.get("episodic") or {}
+def _tier(
+    value: Mapping[str, Any], kind: str, cls: type[EpisodicMemory] | type[GraphMemory], known: tuple[str, ...]
+) -> EpisodicMemory | GraphMemory:
+    """An episodic or graph memory from ``{"kind": kind, kind: {...}}``."""
+    _refuse_unknown("memory", value, ("kind", kind))
+    options = value.get(kind) or {}
     if not isinstance(options, Mapping):
-        raise InvalidAgentOptionError("memory episodic must be a dict such as {'recall': 5}.")
-    _refuse_unknown("memory episodic", options, _EPISODIC)
-    memory = EpisodicMemory(**options)
-    for name, minimum, maximum in (("recall", 1, 20), ("max_episodes", 1, 1_000_000)):
+        raise InvalidAgentOptionError(f"memory {kind} must be a dict such as {cls.__name__}'s options.")
+    _refuse_unknown(f"memory {kind}", options, known)
+    memory = cls(**options)
+    for name in known:
+        if name not in _INT_BOUNDS:
+            continue
+        minimum, maximum = _INT_BOUNDS[name]
         number = getattr(memory, name)
         if isinstance(number, bool) or not isinstance(number, int) or not minimum <= number <= maximum:
             raise InvalidAgentOptionError(
-                f"memory episodic {name} must be an int in {minimum}..{maximum}, got {number!r}."
+                f"memory {kind} {name} must be an int in {minimum}..{maximum}, got {number!r}."
             )
     ttl = memory.ttl_s
     if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0):
         raise InvalidAgentOptionError(
-            f"memory episodic ttl_s must be a positive number of seconds, got {ttl!r}."
+            f"memory {kind} ttl_s must be a positive number of seconds, got {ttl!r}."
         )
     return memory
 

@@ -1,15 +1,17 @@
 """The memory kind: ``memory:*`` steps, each memoized in the ledger like any step.
 
 Run-start reads (``agent.memory_reads``: ``memory:retrieve`` for semantic inject memory,
-``memory:retrieve:<skill>`` for a skill's knowledge, ``memory:recall`` for episodic memory) run
+``memory:retrieve:<skill>`` for a skill's knowledge, ``memory:recall`` for episodic memory,
+``memory:traverse`` for graph memory) run
 before ``llm:turn:0``, one after the other; each records ``{"context", ...}`` and the last hands on to
 turn 0. Every turn's prompt injects the recorded contexts (``memory.inject``), so a replay or a later
 turn never reads again. A redelivered read re-plans from its memo: the successor lost with a crashed
 worker is dispatched again.
 
-Post-run writes (``agent.memory_writes``: ``memory:episode``) are dispatched once a run completed
-(``handover.run_ended``) and recovered by the sweep when their worker died (``stalled_writes``). They
-are best-effort: a write that keeps failing records why and never touches the answered run.
+Post-run writes (``agent.memory_writes``: ``memory:episode``, ``memory:extract``) are dispatched
+once a run completed (``handover.run_ended``) and recovered by the sweep when their worker died
+(``stalled_writes``). They are best-effort: a write that keeps failing records why and never touches
+the answered run.
 
 Identity: everything runs as the run's owner (the run row's, which only verified callers set). A
 semantic read refused by its source (an ``rls_filter`` and an anonymous run) fails the run at once,
@@ -28,10 +30,10 @@ from lunora_jobs.engine.plan import plan_after_read
 from lunora_jobs.engine.runinfo import run_info
 from lunora_jobs.engine.steps import MEMORY_PREFIX
 from lunora_jobs.errors import ConfigurationError
-from lunora_jobs.memory import episodic
+from lunora_jobs.memory import tiers
 from lunora_jobs.memory.identity import MemoryIdentity
 from lunora_jobs.memory.inject import run_query
-from lunora_jobs.memory.options import EpisodicMemory, MemoryOption, SemanticMemory
+from lunora_jobs.memory.options import MemoryOption, SemanticMemory
 from lunora_jobs.memory.rows import rows_for
 from lunora_jobs.memory.search import search
 from lunora_jobs.models.base import Model
@@ -100,40 +102,33 @@ class MemoryStep(StepKind):
     def _read(
         self, deps: EngineDeps, run: RunRecord, memory: MemoryOption, identity: MemoryIdentity
     ) -> dict[str, Any]:
+        query = run_query(run_info(run).input)
         if isinstance(memory, SemanticMemory):
             key = f"{run.id}:{memory.step}"
-            found = search(memory, run_query(run_info(run).input), identity,
-                           lambda path, args: deps.run_function(path, args, key))
+            found = search(memory, query, identity, lambda path, args: deps.run_function(path, args, key))
             return found.to_json()
         if identity.owner is None or identity.anonymous:
             return dict(ANONYMOUS)
-        rows = rows_for(deps.store)
-        recalled = rows.recent_episodes(identity.owner, memory.recall, now=deps.now(), ttl_ms=_ttl_ms(memory))
-        return {"context": episodic.render(recalled), "episodes": len(recalled)}
+        return tiers.read(rows_for(deps.store), memory, identity.owner, query, deps.now())
 
     def _write(
         self, deps: EngineDeps, run: RunRecord, agent: AgentDefinition, memory: MemoryOption,
         identity: MemoryIdentity,
     ) -> Work:
-        if identity.owner is None or identity.anonymous or not isinstance(memory, EpisodicMemory):
+        if identity.owner is None or identity.anonymous or isinstance(memory, SemanticMemory):
             return Work(StepCompletion(result=dict(ANONYMOUS)))
         model = _extraction_model(deps, agent, memory.extraction_model)
         answer = run.result.get("text") if isinstance(run.result, dict) else None
-        summary, usage = episodic.summarize(model, run_query(run_info(run).input), str(answer or ""))
-        inserted = rows_for(deps.store).add_episode(
-            identity.owner, run.id, summary, now=deps.now(), max_episodes=memory.max_episodes,
-            ttl_ms=_ttl_ms(memory),
+        result, usage = tiers.write(
+            rows_for(deps.store), memory, model, owner=identity.owner, run_id=run.id,
+            request=run_query(run_info(run).input), answer=str(answer or ""), now=deps.now(),
         )
         entry = UsageEntry(
             actor=run.owner, model=model.name, input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens, thread_id=run.thread_id, run_id=run.id,
             step=memory.write_step, cost_usd=usage.cost_usd,
         )
-        return Work(StepCompletion(result={"summary": summary, "inserted": inserted}, usage=entry))
-
-
-def _ttl_ms(memory: EpisodicMemory) -> int | None:
-    return None if memory.ttl_s is None else int(memory.ttl_s * 1000)
+        return Work(StepCompletion(result=result, usage=entry))
 
 
 def _extraction_model(deps: EngineDeps, agent: AgentDefinition, spec: Any) -> Model:

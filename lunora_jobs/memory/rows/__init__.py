@@ -22,6 +22,10 @@ def rows_for(store: AgentStore) -> MemoryRows:
         rows = _ROWS.get(store)
         if rows is None:
             engine = getattr(store, "engine", None)
-            rows = SqlMemoryRows(engine) if engine is not None else LocalMemoryRows(store)
+            if engine is not None:
+                store.ensure_tables()  # once per store object: its own tables are created lazily
+                rows = SqlMemoryRows(engine)
+            else:
+                rows = LocalMemoryRows(store)
             _ROWS[store] = rows
         return rows

@@ -1,13 +1,15 @@
 """The app of the memory worker-kill test: ``LUNORA_APP=memory_fleet_app:build_app``.
 
-The agent ``diarist`` has episodic memory. Its model answers a turn at once; a summary call (the
-``memory:episode`` step) counts itself in Redis (``<prefix>:summaries``), records its process id,
-announces itself on ``<prefix>:entered`` and waits for the flag ``<prefix>:release`` — so the test
-can SIGKILL the worker while the memory write is provably in the middle.
+The agent ``diarist`` has episodic memory, ``grapher`` graph memory. Their model answers a turn at
+once; a memory write's call (``memory:episode``'s summary, ``memory:extract``'s extraction) counts
+itself in Redis (``<prefix>:writes``), records its process id, announces itself on
+``<prefix>:entered`` and waits for the flag ``<prefix>:release`` — so the test can SIGKILL the worker
+while the memory write is provably in the middle.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Sequence
@@ -17,7 +19,7 @@ from typing import Any
 import redis
 
 from lunora_jobs.agent import define_agent
-from lunora_jobs.memory.episodic import INSTRUCTIONS
+from lunora_jobs.memory import episodic, graph
 from lunora_jobs.models.base import ModelTurn
 from lunora_jobs.models.scripted import final_turn
 
@@ -41,19 +43,29 @@ class BlockingSummaryModel:
 
     def generate(self, messages: Sequence[dict[str, Any]], **options: Any) -> ModelTurn:
         """The answer, or (for a memory:episode call) a summary once released."""
-        if messages[-1]["content"] != INSTRUCTIONS:
+        ask = messages[-1]["content"]
+        if ask not in (episodic.INSTRUCTIONS, graph.INSTRUCTIONS):
             return final_turn("Order 42 ships on Friday.")
+        step = "memory:episode" if ask == episodic.INSTRUCTIONS else "memory:extract"
         r = _redis()
-        r.incr(_key("summaries"))
-        r.rpush(_key("entered"), "memory:episode")
-        r.hset(_key("pids"), "memory:episode", os.getpid())
+        r.incr(_key("writes"))
+        r.rpush(_key("entered"), step)
+        r.hset(_key("pids"), step, os.getpid())
         deadline = time.monotonic() + 60
         while not r.exists(_key("release")):
             if time.monotonic() > deadline:
                 raise TimeoutError("the memory test never released the summary")
             time.sleep(0.02)
+        if step == "memory:extract":
+            return final_turn(json.dumps(EXTRACTION))
         return final_turn("The user asked when order 42 ships; told Friday.")
 
+
+EXTRACTION = {
+    "entities": [{"name": "Alice", "type": "person"}, {"name": "Order 42", "type": "order"}],
+    "relations": [{"src": "Alice", "relation": "placed", "dst": "Order 42"},
+                  {"src": "Order 42", "relation": "ships_on", "dst": "Friday"}],
+}
 
 diarist = define_agent(
     name="diarist", instructions="Be brief.", model=lambda settings: BlockingSummaryModel(),
@@ -61,10 +73,16 @@ diarist = define_agent(
 )
 
 
+grapher = define_agent(
+    name="grapher", instructions="Be brief.", model=lambda settings: BlockingSummaryModel(),
+    memory={"kind": "graph"}, step_timeout_s=STEP_TIMEOUT_S,
+)
+
+
 def build_app() -> Any:
     """A fresh ``Lunora`` app on the current environment."""
     from lunora_jobs.runtime import Lunora
 
-    app = Lunora.from_env(agents=[diarist], redis_prefix=os.environ["FLEET_PREFIX"])
+    app = Lunora.from_env(agents=[diarist, grapher], redis_prefix=os.environ["FLEET_PREFIX"])
     app.deps.lease_margin_s = LEASE_MARGIN_S
     return app

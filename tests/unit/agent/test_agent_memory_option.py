@@ -34,6 +34,10 @@ from lunora_jobs.memory.search import SearchResult, normalize
         ({"kind": "episodic", "episodic": {"recall": 21}}, "recall must be an int in 1..20"),
         ({"kind": "episodic", "episodic": {"max_episodes": 0}}, "max_episodes must be"),
         ({"kind": "episodic", "episodic": {"ttl_s": -1}}, "ttl_s must be a positive number"),
+        ({"kind": "graph", "graph": {"depth": 0}}, "graph depth must be an int in 1..6"),
+        ({"kind": "graph", "graph": {"maxSeeds": 3}}, "did you mean 'max_seeds'"),
+        ({"kind": "graph", "graph": {"fan_out": 1.5}}, "fan_out must be an int"),
+        ({"kind": "graph", "episodic": {}}, "unknown key 'episodic'"),
     ],
 )
 def test_a_bad_memory_option_names_the_problem(memory: Any, named: str) -> None:
@@ -69,6 +73,13 @@ def test_episodic_declares_a_recall_before_and_an_episode_after_each_run() -> No
     agent = define_agent(name="a", model="offline", memory={"kind": "episodic", "episodic": {"recall": 3}})
     assert agent.memory_reads == ("memory:recall",) and agent.memory_writes == ("memory:episode",)
     assert agent.tools == {}
+
+
+def test_graph_declares_a_traverse_before_and_an_extract_after_each_run() -> None:
+    agent = define_agent(name="a", model="offline", memory={"kind": "graph", "graph": {"depth": 3}})
+    assert agent.memory_reads == ("memory:traverse",) and agent.memory_writes == ("memory:extract",)
+    assert (agent.memory.depth, agent.memory.max_seeds, agent.memory.fan_out, agent.memory.max_nodes) == (
+        3, 4, 8, 32)
 
 
 def test_a_skill_knowledge_is_semantic_only() -> None:

@@ -13,7 +13,6 @@ from lunora_jobs.errors import InvalidAgentOptionError
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"memory": {"kind": "graph"}}, "graph"),
         ({"action_approval_mode": "independent"}, "independent"),
     ],
 )
@@ -22,11 +21,6 @@ def test_an_option_not_built_yet_raises_a_named_error(options: dict[str, Any], n
         define_agent(name="a", model="offline", **options)
     assert "not available yet" in str(raised.value)
     assert isinstance(raised.value, InvalidAgentOptionError)  # callers catching option errors see it too
-
-
-def test_a_skill_with_graph_knowledge_is_refused_too() -> None:
-    with pytest.raises(OptionNotAvailableError, match="graph"):
-        define_skill("billing", "Confirm the order id first.", memory={"kind": "graph"})
 
 
 def test_the_defaults_of_those_options_declare_fine() -> None:
