@@ -11,8 +11,8 @@ from lunora_jobs.testing import FakeClock
 from rag import HashingEmbedder, Rag, define_rag
 from rag.stores.memory import MemoryStore
 
-BACKENDS = ["memory", "sqlite", "postgres"]
-_URL_FIXTURE = {"sqlite": "sqlite_url", "postgres": "pg_url"}
+BACKENDS = ["memory", "sqlite", "postgres", "mariadb"]
+_URL_FIXTURE = {"sqlite": "sqlite_url", "postgres": "pg_url", "mariadb": "mysql_url"}
 
 
 @pytest.fixture
@@ -23,7 +23,8 @@ def clock() -> FakeClock:
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[AgentStore]:
-    """The agent store under test: InMemoryStore, then SqlStore on a fresh SQLite and PostgreSQL db."""
+    """The agent store under test: InMemoryStore, then SqlStore on a fresh SQLite, PostgreSQL and
+    MariaDB database."""
     if request.param == "memory":
         yield InMemoryStore(clock=clock)
         return

@@ -193,3 +193,29 @@ def test_a_worker_killed_mid_read_is_taken_over_and_the_read_records_once(
     assert row is not None and (row.status, row.attempt) == ("completed", 2)
     assert len(calls) == 2 and len(harness.model.calls) == 1
     assert "Lisbon" in _system(harness.model.calls[0])
+
+
+def test_tenants_under_rls_never_see_each_other_inject_or_agentic(store: AgentStore) -> None:
+    """A tenant-scoped index: the rls_filter derives the tenant from the verified owner."""
+    from rag import HashingEmbedder, define_rag
+    from rag.stores.memory import MemoryStore
+
+    kb = define_rag(embedding=HashingEmbedder(), store=MemoryStore(), index="kb", allow_shared_namespace=True,
+                    rls_filter=lambda auth: {"tenant": auth["owner"].split(":", 1)[0]})
+    kb.index("acme-refunds", "Refund policy: refunds within 30 days.", metadata={"tenant": "acme"})
+    kb.index("globex-refunds", "Refund policy: refunds within 90 days, store credit only.",
+             metadata={"tenant": "globex"})
+    inject = define_agent(name="inject", model="offline", memory={"source": kb, "top_k": 5})
+    harness = agent_harness(inject, script=[final_turn("ok")], store=store)
+    harness.run(input="refund policy", thread_key="a", owner="acme:alice")
+    harness.run(input="refund policy", thread_key="g", owner="globex:gus")
+    acme, globex = (_system(p) for p in harness.model.calls)
+    assert "30 days" in acme and "90 days" not in acme
+    assert "90 days" in globex and "30 days" not in globex
+    agentic = define_agent(name="agentic", model="offline", memory={"source": kb, "mode": "agentic"})
+    harness = agent_harness(agentic, script=[
+        tool_call_turn("s1", "search_memory", {"query": "refund policy", "top_k": 5}), final_turn("ok"),
+    ], store=store)
+    harness.run(input="refunds?", thread_key="a2", owner="acme:alice")
+    found = json.loads(next(m for m in harness.messages("a2") if m.role == "tool").content)
+    assert found["sources"] == ["acme-refunds"]
