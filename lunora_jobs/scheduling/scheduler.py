@@ -4,8 +4,9 @@ Delayed runs and cron fires are rows of ``agent_schedules`` — durable, never a
 delay may be far longer than the broker's visibility timeout. Whoever calls ``dispatch_due`` claims
 and fires what is due: beat's ``lunora.dispatch_due`` task every ``LUNORA_SCHEDULER_TICK`` seconds
 (default 1) with Celery; in the embedded default (in-process dispatcher), a daemon thread of the app
-that starts with the first schedule (``LUNORA_SCHEDULER_THREAD=false`` turns it off). A run fires
-within one tick of its due time.
+that starts once the app has cron entries or schedules a run (``LUNORA_SCHEDULER_THREAD=false`` turns
+it off; an embedded process restarted with delayed runs pending and no cron entries fires them at its
+first ``run_after`` or ``app.dispatch_due()``). A run fires within one tick of its due time.
 
 Example::
 
@@ -58,7 +59,8 @@ class Scheduler:
                 raise ConfigurationError(f"two cron entries are named {entry.name!r}; names must be unique.")
             self._deps.agent(entry.agent)  # an entry for an agent this app lacks is a deployment mistake
             self._crons[entry.name] = entry
-        self._wake()
+        if self._crons:
+            self._wake()  # never for an app without schedules: no idle thread polling its database
 
     @property
     def crons(self) -> Mapping[str, CronEntry]:

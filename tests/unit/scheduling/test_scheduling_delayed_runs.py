@@ -3,11 +3,14 @@ by concurrent dispatchers, taken over after a claimer dies, cancellable before t
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
-from scheduling_support import MakeApp
+from scheduling_support import MakeApp, support
 
 from lunora_jobs.engine.start import start_run
 from lunora_jobs.errors import ConfigurationError, NotFoundError
@@ -154,3 +157,27 @@ def test_scheduling_refuses_what_it_does_not_implement(make_app: MakeApp) -> Non
         app.scheduler.run_after(-1, "support")
     with pytest.raises(ConfigurationError, match="cron entries"):
         app.scheduler.run_after(1, "support", id="cron:mine")
+
+
+def test_the_embedded_ticker_starts_only_with_something_to_fire(store: Any) -> None:
+    from lunora_jobs import Lunora, Settings, cron_jobs
+
+    def tickers() -> int:
+        return sum(t.name == "lunora-scheduler" for t in threading.enumerate())
+
+    before = tickers()
+    idle = Lunora([support], store=store, settings=Settings(scheduler_tick=0.05))
+    assert tickers() == before  # an app without schedules polls nothing
+    crons = cron_jobs()
+    crons.hourly("pulse", agent=support)
+    ticking = Lunora([support], store=store, settings=Settings(scheduler_tick=0.05), crons=crons)
+    try:
+        assert tickers() == before + 1
+        deadline = time.monotonic() + 10
+        while ticking.scheduler.list() == []:  # the thread wrote the entry's row on its own
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        ticking.close()
+        idle.close()
+    assert "cron:pulse" in {s.id for s in ticking.store.list_schedules()}
