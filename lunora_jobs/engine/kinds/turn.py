@@ -158,6 +158,7 @@ def run_turn(
     if history is None:
         history = deps.store.load_thread_for_turn(run.thread_id)
     system = info.instructions
+    recorded: dict[str, Any] = {}
     if agent.memory_reads:  # the run-start reads' recorded contexts (memoized: never searched here)
         recorded = {name: row.result for name in agent.memory_reads
                     if (row := deps.store.get_step(run.id, name)) is not None and row.status == "completed"}
@@ -175,8 +176,8 @@ def run_turn(
         elif override.model is not None:
             model = override.model
         messages = override.messages if override.messages is not None else messages
-        if override.system is not None:
-            messages = replace_system(messages, override.system)
+        if override.system is not None:  # replaces the instructions, never the memory context
+            messages = replace_system(messages, with_memory(override.system, agent.memories, recorded) or "")
         tool_choice = override.tool_choice if override.tool_choice is not None else tool_choice
         active = override.active_tools if override.active_tools is not None else active
     output_schema = agent.output.json_schema if agent.output is not None else None

@@ -219,3 +219,13 @@ def test_tenants_under_rls_never_see_each_other_inject_or_agentic(store: AgentSt
     harness.run(input="refunds?", thread_key="a2", owner="acme:alice")
     found = json.loads(next(m for m in harness.messages("a2") if m.role == "tool").content)
     assert found["sources"] == ["acme-refunds"]
+
+
+def test_a_prepare_step_system_override_keeps_the_memory_context(store: AgentStore, docs: Rag) -> None:
+    agent = define_agent(name="helper", model="offline", instructions="Be brief.",
+                         memory={"source": docs, "top_k": 1},
+                         prepare_step=lambda args: {"system": "Answer in French."})
+    harness = agent_harness(agent, script=[final_turn("Le 3 mars.")], store=store)
+    harness.run(input="When does my conference flight leave?", thread_key="t", owner="alice")
+    system = _system(harness.model.calls[0])
+    assert system.startswith("Answer in French.\n\nRelevant context from memory:\n") and "Lisbon" in system
