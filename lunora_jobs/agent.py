@@ -23,7 +23,6 @@ from lunora_jobs.errors import (
     ConfigurationError,
     DuplicateToolError,
     InvalidAgentOptionError,
-    OptionNotAvailableError,
 )
 from lunora_jobs.inbound import InboundOptions, coerce_inbound
 from lunora_jobs.loop import (
@@ -74,6 +73,8 @@ class AgentDefinition:
     on_email: Callable[..., Any] | None = None
     on_inbound: tuple[InboundOptions, ...] = ()
     action_approval_mode: ApprovalMode = "blocking"
+    proposal_ttl_s: float | None = None
+    """Independent mode: seconds an action proposal waits for a decision before it expires (None: never)."""
     max_attempts: int = 5
     step_timeout_s: float = 300.0
     active_tools: tuple[str, ...] | None = None
@@ -136,6 +137,7 @@ def define_agent(
     on_email: Callable[..., Any] | None = None,
     on_inbound: Any = None,
     action_approval_mode: str = "blocking",
+    proposal_ttl_s: float | None = None,
     max_attempts: int = 5,
     step_timeout_s: float = 300.0,
     active_tools: Sequence[str] | None = None,
@@ -185,7 +187,12 @@ def define_agent(
         raise InvalidAgentOptionError(
             f"{where}: action_approval_mode={action_approval_mode!r}; use 'blocking' or 'independent'."
         )
-    _refuse_unavailable(where, independent=action_approval_mode == "independent")
+    if proposal_ttl_s is not None and (
+        isinstance(proposal_ttl_s, bool) or not isinstance(proposal_ttl_s, int | float) or proposal_ttl_s <= 0
+    ):
+        raise InvalidAgentOptionError(
+            f"{where}: proposal_ttl_s must be a positive number of seconds or None."
+        )
     telemetry_option = _wrap(where, coerce_telemetry, telemetry)
     inbound = coerce_inbound(where, on_inbound)
     compaction_options = _wrap(where, CompactionOptions.coerce, compaction)
@@ -222,25 +229,11 @@ def define_agent(
         on_email=on_email,
         on_inbound=inbound,
         action_approval_mode=action_approval_mode,  # type: ignore[arg-type]  # checked above
+        proposal_ttl_s=None if proposal_ttl_s is None else float(proposal_ttl_s),
         max_attempts=max_attempts,
         step_timeout_s=float(step_timeout_s),
         active_tools=_check_active_tools(where, active_tools, tool_map, memory_options, skill_list, name),
     )
-
-
-NOT_AVAILABLE = {
-    "independent": "action_approval_mode='independent' is not available yet; use the default 'blocking' "
-                   "approvals (needs_approval on the tool).",
-}
-"""Options the API declares but the runtime does not implement yet. Each raises
-``OptionNotAvailableError`` instead of being accepted and ignored; the engineer who builds one
-deletes its entry here."""
-
-
-def _refuse_unavailable(where: str, **given: Any) -> None:
-    for option, value in given.items():
-        if option in NOT_AVAILABLE and value not in (None, False):
-            raise OptionNotAvailableError(f"{where}: {NOT_AVAILABLE[option]}")
 
 
 def _resolve_text(agent: str, instructions: Any, context: Mapping[str, Any]) -> str:

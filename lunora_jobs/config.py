@@ -159,6 +159,11 @@ class Settings(RagSettings):
         default=None, validation_alias=AliasChoices("LUNORA_SWEEP_GRACE_MS", "sweep_grace_ms")
     )
     """Runs with ledger activity more recent than this are left alone by the sweep (default: 30 s)."""
+    proposal_lease_ms: int = Field(
+        default=30_000, validation_alias=AliasChoices("LUNORA_PROPOSAL_LEASE_MS", "proposal_lease_ms")
+    )
+    """How long a worker holds an approved action proposal while it executes (renewed every third of
+    it); a worker killed mid-execution loses the proposal to another one after at most this long."""
     worker_ready_file: Path | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_WORKER_READY_FILE", "worker_ready_file")
     )

@@ -151,6 +151,21 @@ class ToolApprovalUnavailableError(ConfigurationError):
     """
 
 
+class ProposalExpiredError(ConflictError):
+    """An action proposal's time to decide ran out before the decision; the action will not run.
+
+    Ask the agent again (a new run proposes it anew) if it is still wanted.
+    """
+
+
+class ProposalScopeError(ConfigurationError):
+    """An action needs an independent approval but its run has no owner to scope the proposal to.
+
+    Start runs of independent-mode agents with ``owner=`` (the verified caller), so a proposal is never
+    visible to, or decided by, an anonymous caller.
+    """
+
+
 class StreamStateError(LunoraError, RuntimeError):
     """A stream was used out of order: its result read before it ended (iterate it, or call ``result()`` /
     ``await aresult()``), or one stream read both with ``for`` and ``async for``."""

@@ -61,12 +61,17 @@ def scheduler_tick_s() -> float:
 
 def app_entries(lunora_app: Any, interval: float | None = None) -> dict[str, dict[str, Any]]:
     """Entries that depend on what the user's app supports: the due-schedules tick (when the app has
-    ``dispatch_due``, every ``LUNORA_SCHEDULER_TICK`` seconds) and one wake-up per cron entry it
-    declares (``app.scheduler.crons``), so ``celery beat`` lists them."""
+    ``dispatch_due``, every ``LUNORA_SCHEDULER_TICK`` seconds), the action-proposal tick (when an agent
+    uses independent approvals, every ``interval`` / ``LUNORA_SWEEP_INTERVAL`` seconds) and one wake-up
+    per cron entry it declares (``app.scheduler.crons``), so ``celery beat`` lists them."""
     entries: dict[str, dict[str, Any]] = {}
+    every = interval if interval is not None else sweep_interval_s()
     if callable(getattr(lunora_app, "dispatch_due", None)):
-        every = interval if interval is not None else scheduler_tick_s()
-        entries["lunora-dispatch-due"] = _tick("lunora.dispatch_due", every)
+        due_every = interval if interval is not None else scheduler_tick_s()
+        entries["lunora-dispatch-due"] = _tick("lunora.dispatch_due", due_every)
+    registry = getattr(lunora_app, "registry", {})
+    if any(getattr(a, "action_approval_mode", None) == "independent" for a in registry.values()):
+        entries["lunora-proposals"] = _tick("lunora.proposals_tick", every)
     scheduler = getattr(lunora_app, "scheduler", None)
     crons = getattr(scheduler, "crons", None)
     if crons:

@@ -32,7 +32,7 @@ from workers.revocations import RUN_STAMP
 
 __all__ = ["OTHER_STEP_TASK", "RUN_STAMP", "TASK_FOR_KIND", "CeleryDispatcher"]
 
-TASK_FOR_KIND: dict[str, str] = {"turn": "lunora.turn", "tool": "lunora.tool"}
+TASK_FOR_KIND: dict[str, str] = {"turn": "lunora.turn", "tool": "lunora.tool", "proposal": "lunora.proposals"}
 """Which Celery task runs a step route; every other route goes to ``lunora.step``."""
 
 OTHER_STEP_TASK = "lunora.step"

@@ -13,6 +13,9 @@ Tasks (all routed to ``LUNORA_QUEUE``):
 - ``lunora.dispatch_due``: ``app.dispatch_due()`` — start the delayed runs and cron fires that came
   due (beat sends it every ``LUNORA_SCHEDULER_TICK`` seconds and at each cron entry's fire time).
 - ``lunora.start_run``: start a run of a named agent now (scripts, operators).
+- ``lunora.proposals``: ``app.work_proposals()`` — expire overdue action proposals and execute the
+  approved ones (sent after an approval; beat's ``lunora.proposals_tick`` is the same work, and also
+  recovers the proposal of a worker killed mid-execution).
 """
 
 from __future__ import annotations
@@ -98,6 +101,19 @@ def _dispatch_due() -> int:
     return len(fired)
 
 
+def _proposals(proposal_id: str | None = None, step: str | None = None) -> int:
+    """Expire overdue action proposals and execute the approved ones; returns how many ran.
+
+    The dispatcher's message names the approved proposal (``proposal_id``, ``step``) for the task id
+    and Flower only: any queued proposal is claimed, oldest first.
+    """
+    report = get_app().work_proposals()
+    if report.expired or report.executed:
+        log.info("lunora proposals: expired %s, executed %s", report.expired,
+                 [(e.proposal_id, e.status) for e in report.executed])
+    return len(report.executed)
+
+
 def _start_run(agent: str, input: Any = None, thread_key: str | None = None, owner: str | None = None) -> str:
     """Start a run of agent ``agent`` now. Returns the run id."""
     client = getattr(get_app().agents, agent)
@@ -113,6 +129,8 @@ other_step = celery.task(_other_step, name="lunora.step", **_RETRY)
 sweep = celery.task(_sweep, name="lunora.sweep", send_events=False, **_RETRY)
 dispatch_due = celery.task(_dispatch_due, name="lunora.dispatch_due", send_events=False, **_RETRY)
 start_run = celery.task(_start_run, name="lunora.start_run", **_RETRY)
+proposals = celery.task(_proposals, name="lunora.proposals", **_RETRY)
+proposals_tick = celery.task(_proposals, name="lunora.proposals_tick", send_events=False, **_RETRY)
 
 # Refuse to consume when this worker would silently run a demo default (workers.preflight).
 celery.steps["worker"].add(preflight_step(get_app))

@@ -29,16 +29,20 @@ class TurnResult:
     invalid: dict[str, str] = field(default_factory=dict)
     """call id → error text for calls answered with a tool-error message by the turn itself."""
     approvals: list[str] = field(default_factory=list)
-    """call ids whose tool's ``needs_approval`` said yes."""
+    """call ids whose tool's ``needs_approval`` said yes (blocking mode: the run waits on them)."""
     brief: str | None = None
     output: Any = None
     output_error: str | None = None
+    proposals: list[str] = field(default_factory=list)
+    """call ids gated in ``action_approval_mode="independent"``: each becomes an action proposal
+    and the run goes on (``engine/actions``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The ledger form."""
         return {
             "turn": self.turn.to_json(), "invalid": self.invalid, "approvals": self.approvals,
             "brief": self.brief, "output": self.output, "output_error": self.output_error,
+            "proposals": self.proposals,
         }
 
     @classmethod
@@ -48,6 +52,7 @@ class TurnResult:
             turn=ModelTurn.from_json(data["turn"]), invalid=dict(data.get("invalid") or {}),
             approvals=list(data.get("approvals") or []), brief=data.get("brief"),
             output=data.get("output"), output_error=data.get("output_error"),
+            proposals=list(data.get("proposals") or []),
         )
 
 
@@ -61,13 +66,16 @@ class LocatedCall:
     needs_approval: bool = False
     turn_calls: tuple[ToolCall, ...] = ()
     """Every call of that turn (what its fan-in looks up in the ledger)."""
+    proposed: bool = False
+    """Gated in independent mode: the tool step files an action proposal instead of running it."""
 
 
 def locate_call(turn: int, result: TurnResult, call_id: str) -> LocatedCall | None:
     """The call ``call_id`` of turn ``turn`` with its index, or None."""
     for index, call in enumerate(result.turn.tool_calls):
         if call.id == call_id:
-            return LocatedCall(turn, index, call, call.id in result.approvals, tuple(result.turn.tool_calls))
+            return LocatedCall(turn, index, call, call.id in result.approvals, tuple(result.turn.tool_calls),
+                               call.id in result.proposals)
     return None
 
 

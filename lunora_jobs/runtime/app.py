@@ -16,6 +16,7 @@ from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.config import Settings
+from lunora_jobs.engine.actions import PROPOSAL_ROUTE, TickReport, tick
 from lunora_jobs.engine.approvals import send_event
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import Dispatcher, InProcessDispatcher, StepTask
@@ -32,6 +33,7 @@ from lunora_jobs.pricing import PricingStore
 from lunora_jobs.runtime.agents_client import AgentsNamespace
 from lunora_jobs.runtime.approvals_api import ApprovalsAPI
 from lunora_jobs.runtime.project_path import ensure_cwd_on_path
+from lunora_jobs.runtime.proposals_api import AuthorizeAction, ProposalsAPI, owner_only
 from lunora_jobs.runtime.telemetry_hooks import TelemetryHooks
 from lunora_jobs.runtime.threads_api import ThreadsAPI
 from lunora_jobs.scheduling import CronEntry, DueReport, Scheduler
@@ -71,6 +73,8 @@ class Lunora:
     ``functions`` maps the paths tools dispatch with ``ctx.run(path, args)`` to callables taking
     ``args``. ``model`` replaces every agent's model (the test harness uses it). ``crons``: cron
     entries (``cron_jobs()``) the app fires through ``app.scheduler``.
+    ``authorize_action(actor, proposal) -> bool`` says who may see and decide the action proposals
+    of independent-mode agents (default: only the owner of the run that proposed it).
     """
 
     def __init__(
@@ -89,6 +93,7 @@ class Lunora:
         redis_prefix: str = DEFAULT_PREFIX,
         events: EventBus | None = None,
         crons: Iterable[CronEntry] = (),
+        authorize_action: AuthorizeAction = owner_only,
     ) -> None:
         self.settings = settings or Settings()
         registry: dict[str, AgentDefinition] = {}
@@ -136,9 +141,14 @@ class Lunora:
         self.scheduler = Scheduler(self.deps, embedded=isinstance(self.dispatcher, InProcessDispatcher))
         """Delayed runs and cron entries: ``run_after``, ``run_at``, ``cancel``, ``list``, ``register``."""
         self.scheduler.register(crons)
+        self.proposals = ProposalsAPI(self.deps, authorize_action)
+        """Action proposals of independent-mode agents: ``list``, ``get``, ``decide``."""
 
     def _run_task(self, task: StepTask) -> None:
-        self.execute_step(task.run_id, task.step)
+        if task.kind == PROPOSAL_ROUTE:
+            self.work_proposals()
+        else:
+            self.execute_step(task.run_id, task.step)
 
     @property
     def pricing(self) -> PricingStore:
@@ -184,6 +194,12 @@ class Lunora:
         ``"applied"`` or ``"unchanged"``. Not owner-gated: ``app.approvals.resolve`` is.
         """
         return send_event(self.deps, run_id, event)
+
+    def work_proposals(self, *, limit: int = 100) -> TickReport:
+        """Expire overdue action proposals and execute the approved ones (and those whose worker
+        died: lease recovery) — what the ``lunora.proposals`` task and beat's tick call."""
+        return tick(self.deps, worker_id=self.deps.worker_id, lease_ms=self.settings.proposal_lease_ms,
+                    limit=limit)
 
     def sweep(self, *, batch: int = 200, grace_ms: int = 30_000) -> SweepReport:
         """Re-dispatch stalled runs — what the beat-driven sweep task calls."""

@@ -24,12 +24,11 @@ from types import EllipsisType
 from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
+from lunora_jobs.engine.actions.propose import propose
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.fused import read_run, read_run_and_claim_tool
 from lunora_jobs.engine.kinds.base import ALL_ROWS, After, ReplanTurn, StepKind, StepState, Work
 from lunora_jobs.engine.memo import LocatedCall, TurnResult, fan_in_names, locate_call
-from lunora_jobs.engine.runinfo import run_info
-from lunora_jobs.engine.state import state_accessors
 from lunora_jobs.engine.steps import (
     TOOL_PREFIX,
     StepName,
@@ -40,12 +39,12 @@ from lunora_jobs.engine.steps import (
     turn_number,
     turn_step,
 )
-from lunora_jobs.engine.toolmemo import jsonable, step_memo
-from lunora_jobs.errors import ToolError
+from lunora_jobs.engine.toolmemo import jsonable
+from lunora_jobs.engine.toolrun import execute_tool
+from lunora_jobs.errors import ProposalScopeError, ToolError
 from lunora_jobs.models.messages import tool_message
 from lunora_jobs.store.base import AgentStore
 from lunora_jobs.store.records import NewMessage, RunRecord, StepCompletion, StepRecord
-from lunora_jobs.tools import ToolContext
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +114,13 @@ class ToolStep(StepKind):
         assert run is not None and agent is not None and isinstance(subject, ToolCallSubject)
         if subject.rejection is not None:
             return self._done(run, agent, subject.located, subject.rejection, is_error=True)
+        if subject.located.proposed:  # independent mode: file a proposal, the run goes on
+            try:
+                proposed = propose(deps, run, agent, subject.located)
+            except ProposalScopeError as exc:
+                return self._done(run, agent, subject.located, f"Error: {exc}", is_error=True)
+            return self._done(run, agent, subject.located, proposed.text,
+                              metadata={"proposal_id": proposed.proposal_id})
         try:
             output = execute_tool(deps, run, agent, subject.located, state.step)
         except ToolError as exc:  # the model reads it; a retry cannot fix it
@@ -141,11 +147,11 @@ class ToolStep(StepKind):
 
     def _done(
         self, run: RunRecord, agent: AgentDefinition, located: LocatedCall, output: Any, *,
-        is_error: bool = False,
+        is_error: bool = False, metadata: dict[str, Any] | None = None,
     ) -> Work:
         # stop_when reads every turn's memo: then the whole ledger, else only this turn's rows.
         rows = ALL_ROWS if agent.stop_when else tuple(fan_in_names(located))
-        return Work(tool_result_completion(run, located, output, is_error=is_error),
+        return Work(tool_result_completion(run, located, output, is_error=is_error, metadata=metadata),
                     ReplanTurn(located.turn, None, "fan_in"), rows)
 
 
@@ -180,34 +186,15 @@ def find_call(
 
 
 def tool_result_completion(
-    run: RunRecord, located: LocatedCall, output: Any, *, is_error: bool = False
+    run: RunRecord, located: LocatedCall, output: Any, *, is_error: bool = False,
+    metadata: dict[str, Any] | None = None,
 ) -> StepCompletion:
-    """The tool message (keyed by turn and call index) and the ledger result, in one completion."""
+    """The tool message (keyed by turn and call index) and the ledger result, in one completion;
+    ``metadata`` is added to the message's (a proposal id, for one)."""
     content = tool_message(located.call.id, output)["content"]
     message = NewMessage(
         key=message_key(run.id, "tool", tool_position(located.turn, located.index)), role="tool",
         content=content, run_id=run.id, tool_call_id=located.call.id, name=located.call.name,
-        metadata={"is_error": is_error, "turn": located.turn},
+        metadata={"is_error": is_error, "turn": located.turn, **(metadata or {})},
     )
     return StepCompletion(result={"output": jsonable(output), "is_error": is_error}, messages=[message])
-
-
-def execute_tool(
-    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, located: LocatedCall, step: str
-) -> Any:
-    """Run the tool's ``execute`` with a ``ToolContext`` wired to this run (raises what the tool raises)."""
-    info = run_info(run)
-    tool_def = agent.tools.get(located.call.name)
-    if tool_def is None:
-        raise LookupError(f"tool {located.call.name!r} is no longer declared on agent {agent.name!r}")
-    get_state, set_state = state_accessors(deps, run.thread_id, info.thread_key)
-
-    def run_function(path: str, args: dict[str, Any], idempotency_key: str | None = None) -> Any:
-        return deps.run_function(path, args, idempotency_key or step)
-
-    ctx = ToolContext(
-        idempotency_key=step, run_id=run.id, thread_key=info.thread_key, owner=run.owner,
-        tool_call_id=located.call.id, _run_function=run_function, _get_state=get_state, _set_state=set_state,
-        _memo=step_memo(deps, run.id, step, agent),
-    )
-    return tool_def.execute(located.call.arguments, ctx)

@@ -187,9 +187,12 @@ def run_turn(
     turn = dataclasses.replace(turn, usage=turn.usage + prompt.usage)
     calls, invalid = _check_calls(agent, turn.tool_calls)
     turn = dataclasses.replace(turn, tool_calls=calls)
-    approvals = [
+    gated = [
         c.id for c in calls if c.id not in invalid and agent.tools[c.name].requires_approval(c.arguments)
     ]
+    # Independent mode: gated calls become action proposals and nothing waits on them.
+    independent = agent.action_approval_mode == "independent"
+    approvals, proposals = ([], gated) if independent else (gated, [])
     output, output_error = None, None
     if agent.output is not None and not calls:
         try:
@@ -198,7 +201,7 @@ def run_turn(
             output = dump(mode="json") if callable(dump) else parsed
         except ValueError as exc:  # OutputParseError, and pydantic's errors
             output_error = str(exc)
-    return TurnResult(turn, invalid, approvals, prompt.brief, output, output_error)
+    return TurnResult(turn, invalid, approvals, prompt.brief, output, output_error, proposals)
 
 
 def call_model(

@@ -142,6 +142,18 @@ def test_app_entries_follow_what_the_app_supports(monkeypatch: pytest.MonkeyPatc
         "lunora-cron:nightly": "lunora.dispatch_due", "lunora-cron:berlin": "lunora.dispatch_due",
         "lunora-cron:pulse": "lunora.dispatch_due",
     }
+    assert "lunora-proposals" not in entries
+
+
+def test_an_app_with_independent_approvals_gets_the_proposal_tick() -> None:
+    from lunora_jobs import define_agent
+
+    class Proposing:
+        registry = {"a": define_agent(name="a", model="offline", action_approval_mode="independent")}
+
+    entries = app_entries(Proposing(), interval=3.0)
+    assert entries["lunora-proposals"]["task"] == "lunora.proposals_tick"
+    assert entries["lunora-proposals"]["schedule"] == 3.0
 
 
 def test_cron_entries_wake_the_claim_at_the_entrys_own_fire_times() -> None:

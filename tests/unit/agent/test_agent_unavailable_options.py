@@ -13,7 +13,7 @@ from lunora_jobs.errors import InvalidAgentOptionError
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"action_approval_mode": "independent"}, "independent"),
+        ({"memory": {"kind": "graph"}}, "graph"),
     ],
 )
 def test_an_option_not_built_yet_raises_a_named_error(options: dict[str, Any], named: str) -> None:
@@ -28,3 +28,11 @@ def test_the_defaults_of_those_options_declare_fine() -> None:
                          action_approval_mode="blocking",
                          skills=[define_skill("billing", "Confirm the order id first.")])
     assert agent.action_approval_mode == "blocking" and agent.memory is None
+
+
+def test_independent_approvals_are_built_and_their_ttl_is_checked() -> None:
+    agent = define_agent(name="a", model="offline", action_approval_mode="independent", proposal_ttl_s=90)
+    assert (agent.action_approval_mode, agent.proposal_ttl_s) == ("independent", 90.0)
+    for bad in (0, -1, True, "60"):
+        with pytest.raises(InvalidAgentOptionError, match="proposal_ttl_s"):
+            define_agent(name="a", model="offline", action_approval_mode="independent", proposal_ttl_s=bad)
