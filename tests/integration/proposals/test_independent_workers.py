@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import LEASE_MS, ProposalFleet
+from proposal_fleet import LEASE_MS, ProposalFleet
 
 from lunora_jobs.engine.actions import OUTCOME_KIND
 from lunora_jobs.store.proposals import ActionProposal
