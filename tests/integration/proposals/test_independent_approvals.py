@@ -94,7 +94,8 @@ class World:
 
 def _world(store_factory: Any, authorize: AuthorizeAction = owner_only, **options: Any) -> World:
     clock, ledger, model = FakeClock(), Ledger(), RecordingModel(ChargeModel())
-    settings = Settings(openai_api_key=None, openai_base_url=None, proposal_lease_ms=10_000)
+    settings = Settings(openai_api_key=None, openai_base_url=None, proposal_lease_ms=10_000,
+                        scheduler_thread=False)
     app = Lunora([_agent(ledger, **options)], store=store_factory(clock), settings=settings, model=model,
                  authorize_action=authorize)
     return World(app, ledger, clock, model)

@@ -1,26 +1,12 @@
-"""Options the API declares but the runtime does not implement yet are refused, never ignored."""
+"""Options the API declares: every one is built now (none raises ``OptionNotAvailableError`` any more);
+their defaults declare fine and independent approvals check their own option."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from lunora_jobs import OptionNotAvailableError, define_agent, define_skill
+from lunora_jobs import define_agent, define_skill
 from lunora_jobs.errors import InvalidAgentOptionError
-
-
-@pytest.mark.parametrize(
-    ("options", "named"),
-    [
-        ({"memory": {"kind": "graph"}}, "graph"),
-    ],
-)
-def test_an_option_not_built_yet_raises_a_named_error(options: dict[str, Any], named: str) -> None:
-    with pytest.raises(OptionNotAvailableError, match=named) as raised:
-        define_agent(name="a", model="offline", **options)
-    assert "not available yet" in str(raised.value)
-    assert isinstance(raised.value, InvalidAgentOptionError)  # callers catching option errors see it too
 
 
 def test_the_defaults_of_those_options_declare_fine() -> None:
