@@ -13,10 +13,13 @@ from channels_signing import DISCORD_PUBLIC_HEX, GITHUB_SECRET, SLACK_SECRET
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
-from test_channels_endpoint import RecordingStarter
+from test_channels_ingress_app import BrokerRecorder
 
 from channels import InboundEvent, dispatch_agent_channel
+from channels.dispatch import AppRunStarter, InboundRun, StartResult
 from lunora_jobs import define_agent
+from lunora_jobs.runtime import Lunora
+from lunora_jobs.store import InMemoryStore
 
 BATCH = 20
 EXAMPLES = 520  # 520 x 20 = 10,400 requests
@@ -38,7 +41,9 @@ def test_fuzz_never_5xx_and_never_starts_an_unsigned_run(monkeypatch: pytest.Mon
         define_agent(name=f"fz-{c}", on_inbound={"channel": c, "secret_env": env, "map": mapper})
         for c, env in (("slack", "FZ_SLACK"), ("github", "FZ_GITHUB"), ("discord", "FZ_DISCORD"))
     ]
-    starter = RecordingStarter()
+    # The production starter (dedupe ledger, start_run) on a real store; the broker is recorded.
+    app = Lunora(agents, store=InMemoryStore(), dispatcher=BrokerRecorder())
+    starter = TrackingStarter(app)
     client = TestClient(dispatch_agent_channel(agents, starter=starter), raise_server_exceptions=False)
     signed_keys: set[str] = set()
     stats = {"sent": 0, "signed": 0, "claimed": 0}
@@ -70,5 +75,21 @@ def test_fuzz_never_5xx_and_never_starts_an_unsigned_run(monkeypatch: pytest.Mon
     assert stats["sent"] >= 10_000, stats
     assert set(seen) <= signed_keys, "a mapper saw an event without a valid signature"
     assert set(starter.runs) <= signed_keys, "a run started without a valid signature"
+    stored = {r.id for r in app.store.list_runs(limit=100_000)}
+    assert stored == set(starter.runs.values()), "a run in the store that no signed event started"
     # not vacuous: a good share of the traffic was signed and claimed
     assert stats["signed"] > 1000 and stats["claimed"] > 500 and len(starter.runs) > 100, stats
+
+
+class TrackingStarter(AppRunStarter):
+    """The production starter, remembering which dedupe key started which run."""
+
+    def __init__(self, app: Lunora) -> None:
+        super().__init__(app)
+        self.runs: dict[str, str] = {}
+
+    def start(self, run: InboundRun) -> StartResult:
+        result = super().start(run)
+        if result.status == "started":
+            self.runs[run.dedupe_key] = result.run_id
+        return result
