@@ -185,6 +185,27 @@ class Settings(RagSettings):
         validation_alias=AliasChoices("LUNORA_OTEL_SERVICE_NAME", "OTEL_SERVICE_NAME", "otel_service_name"),
     )
     """``service.name`` of the spans this process exports."""
+    metrics_port: int | None = Field(
+        default=None, ge=1, le=65535, validation_alias=AliasChoices("LUNORA_METRICS_PORT", "metrics_port")
+    )
+    """A worker serves Prometheus metrics on this port (``/metrics``, the sum of its pool processes);
+    unset: no metrics are collected at all."""
+    metrics_address: str = Field(
+        default="0.0.0.0", validation_alias=AliasChoices("LUNORA_METRICS_ADDRESS", "metrics_address")
+    )
+    """The address the metrics server binds (``127.0.0.1`` to keep it local)."""
+    metrics_dir: Path | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_METRICS_DIR", "metrics_dir")
+    )
+    """Where pool processes keep their metric files (Prometheus multiprocess mode); default
+    ``<data_dir>/prometheus-<pid>``; its ``*.db`` files are removed at worker start (one per worker)."""
+    prometheus_multiproc_dir: Path | None = Field(
+        default=None,
+        validation_alias=AliasChoices("PROMETHEUS_MULTIPROC_DIR", "prometheus_multiproc_dir"),
+    )
+    """``prometheus_client``'s own variable, read when it is first imported. ``lunora worker`` sets it
+    from ``metrics_dir``; a worker started as ``celery -A workers worker`` with Flower installed (its
+    Celery plugin imports ``prometheus_client`` first) needs it set in the environment."""
     step_log: bool = Field(default=False, validation_alias=AliasChoices("LUNORA_STEP_LOG", "step_log"))
     """Log one structured line per step (logger ``lunora.steps``, INFO): run id, step, kind, attempt,
     status, duration."""

@@ -32,8 +32,11 @@ from typing import Any
 
 from celery import Celery, signals
 
+# Imported for the worker signals they connect: the heartbeat file, the Prometheus metrics of
+# LUNORA_METRICS_PORT, the span exporter of LUNORA_OTEL_EXPORTER.
 import workers.heartbeat
-import workers.telemetry  # noqa: F401  (the span exporter of LUNORA_OTEL_EXPORTER, flushed at exit)
+import workers.metrics
+import workers.telemetry
 from lunora_jobs.config import Settings
 from lunora_jobs.errors import ConfigurationError
 from workers import quiet_ticks
@@ -145,5 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise ConfigurationError(NO_BROKER)
     if args[0] == "flower" and importlib.util.find_spec("flower") is None:
         raise ConfigurationError(NO_FLOWER)  # celery alone would answer "No such command 'flower'"
+    if args[0] == "worker" and not wants_help:
+        workers.metrics.prepare_metrics_directory(Settings())
     code = app.start(args)
     return int(code or 0)

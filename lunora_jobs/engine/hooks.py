@@ -12,7 +12,9 @@ with ``app.hooks.add(MyHooks())`` (or ``EngineDeps.hooks``). The pipeline calls,
   ``failed``, ``lost``, or ``error`` when the work raised out of the pipeline); always paired with
   ``step_started`` on the same thread, so a span opened in one can be closed in the other;
 - ``run_finished(run, status)``: the run reached ``completed``, ``failed`` or ``cancelled``
-  (called once by the process that recorded the end).
+  (called once by the process that recorded the end);
+- ``sweep_finished(redispatched, finished, failed)``: a sweep pass acted on stalled runs (steps
+  re-dispatched, runs finished or failed by it); not called for a pass that found nothing.
 
 Hooks observe; they never change the outcome. A hook that raises is logged and the run goes on.
 
@@ -87,6 +89,9 @@ class StepHooks:
     def run_finished(self, run: RunRecord, status: str) -> None:
         """The run ended: ``completed``, ``failed`` or ``cancelled``."""
 
+    def sweep_finished(self, redispatched: int, finished: int, failed: int) -> None:
+        """A sweep pass recovered stalled runs."""
+
 
 class HookSet:
     """The registered hooks, called in registration order; a failing hook never fails a step."""
@@ -116,6 +121,10 @@ class HookSet:
     def run_finished(self, run: RunRecord, status: str) -> None:
         """Tell every hook the run ended."""
         self._each("run_finished", run, status)
+
+    def sweep_finished(self, redispatched: int, finished: int, failed: int) -> None:
+        """Tell every hook what a sweep pass recovered."""
+        self._each("sweep_finished", redispatched, finished, failed)
 
     def _each(self, method: str, *args: object) -> None:
         for hook in self._hooks:

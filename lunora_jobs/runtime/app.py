@@ -203,7 +203,10 @@ class Lunora:
 
     def sweep(self, *, batch: int = 200, grace_ms: int = 30_000) -> SweepReport:
         """Re-dispatch stalled runs — what the beat-driven sweep task calls."""
-        return sweep(self.deps, batch=batch, grace_ms=grace_ms)
+        report = sweep(self.deps, batch=batch, grace_ms=grace_ms)
+        if self.hooks and (report.dispatched or report.finished or report.failed):
+            self.hooks.sweep_finished(len(report.dispatched), len(report.finished), len(report.failed))
+        return report
 
 
     def dispatch_due(self) -> DueReport:

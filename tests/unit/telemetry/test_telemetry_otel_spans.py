@@ -10,6 +10,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
+from telemetry_support import flaky_tool
 
 from lunora_jobs import define_agent, tool
 from lunora_jobs.errors import InvalidAgentOptionError
@@ -135,17 +136,7 @@ def test_a_failed_attempt_is_an_error_span_and_its_retry_a_sibling(
     exporter: tuple[TracerProvider, InMemorySpanExporter],
 ) -> None:
     provider, memory = exporter
-    calls: list[int] = []
-
-    @tool
-    def flaky(x: int) -> str:
-        """Fails once."""
-        calls.append(x)
-        if len(calls) == 1:
-            raise RuntimeError("backend down")
-        return "ok"
-
-    agent = define_agent(name="support", model="offline", tools=[flaky], max_attempts=2,
+    agent = define_agent(name="support", model="offline", tools=[flaky_tool()], max_attempts=2,
                          telemetry=otel_telemetry(provider))
     harness = agent_harness(agent, [tool_call_turn("c9", "flaky", {"x": 1}), final_turn("done")])
     assert harness.run("go", thread_key="t-fail").status == "completed"
