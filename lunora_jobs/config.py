@@ -206,6 +206,12 @@ class Settings(RagSettings):
     """``prometheus_client``'s own variable, read when it is first imported. ``lunora worker`` sets it
     from ``metrics_dir``; a worker started as ``celery -A workers worker`` with Flower installed (its
     Celery plugin imports ``prometheus_client`` first) needs it set in the environment."""
+    task_events: bool = Field(
+        default=False, validation_alias=AliasChoices("LUNORA_TASK_EVENTS", "task_events")
+    )
+    """Workers send Celery task events from their start (``celery worker -E``), so Flower's task view
+    lists every step (``lunora.turn`` / ``lunora.tool`` / ``lunora.step``, args ``(run_id, step)``). Off:
+    Flower turns them on itself once it finds the worker. Each event is one publish to the broker."""
     step_log: bool = Field(default=False, validation_alias=AliasChoices("LUNORA_STEP_LOG", "step_log"))
     """Log one structured line per step (logger ``lunora.steps``, INFO): run id, step, kind, attempt,
     status, duration."""

@@ -108,6 +108,7 @@ def make_app(broker_url: str | None = None, queue: str | None = None) -> Celery:
     celery_app = Celery("lunora", include=["workers.tasks"])
     broker = broker_url or settings.broker_url
     celery_app.conf.update(reliability_config(broker, queue or settings.queue, settings.visibility_timeout))
+    celery_app.conf.worker_send_task_events = settings.task_events  # Flower's task view (LUNORA_TASK_EVENTS)
     celery_app.conf.beat_schedule = beat_schedule(settings.sweep_interval)
     # Beat's file goes to the data folder, never the working directory (read-only in the image).
     celery_app.conf.beat_scheduler = "workers.scheduler:LunoraScheduler"

@@ -4,6 +4,7 @@
   trace across workers (``otel.py``); ``configure_tracing`` sets up an exporter from Settings;
 - ``console_telemetry()``: structured lines, no dependency;
 - ``combine_telemetry(a, b)``: both, ``a``'s wrapper outermost;
+- ``sentry_telemetry(sentry=sentry_sdk)``: Sentry transactions and errors, with the SDK you pass in;
 - ``Telemetry``: the base class for your own integration (``base.py`` says what is called when).
 
 Privacy-safe by default: nothing of a prompt, tool argument, model text or tool result is recorded
@@ -14,14 +15,17 @@ from lunora_jobs.telemetry.base import RunEnd, RunStart, StepReport, Telemetry, 
 from lunora_jobs.telemetry.combine import combine_telemetry
 from lunora_jobs.telemetry.console import console_telemetry
 from lunora_jobs.telemetry.otel import otel_telemetry
+from lunora_jobs.telemetry.sentry import StepFailedError, sentry_telemetry
 
 __all__ = [
     "RunEnd",
     "RunStart",
+    "StepFailedError",
     "StepReport",
     "Telemetry",
     "TelemetryStep",
     "combine_telemetry",
     "console_telemetry",
     "otel_telemetry",
+    "sentry_telemetry",
 ]

@@ -49,15 +49,11 @@ class OtelTelemetry(Telemetry):
         self, tracer_provider: trace.TracerProvider | None = None, *,
         record_inputs: bool = False, record_outputs: bool = False,
     ) -> None:
-        self._provider = tracer_provider
+        # Without a provider: the global one's proxy, which follows a provider the worker sets later.
+        self.tracer: trace.Tracer = trace.get_tracer(TRACER_NAME, tracer_provider=tracer_provider)
         self.record_inputs = record_inputs
         self.record_outputs = record_outputs
         self._local = threading.local()
-
-    @property
-    def tracer(self) -> trace.Tracer:
-        """The tracer (looked up per call: a worker sets the global provider after this was built)."""
-        return trace.get_tracer(TRACER_NAME, tracer_provider=self._provider)
 
     def run_started(self, run: RunStart) -> dict[str, str]:
         """Open and close ``invoke_agent``; return its context as a W3C carrier."""
