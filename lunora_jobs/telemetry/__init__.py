@@ -5,6 +5,7 @@
 - ``console_telemetry()``: structured lines, no dependency;
 - ``combine_telemetry(a, b)``: both, ``a``'s wrapper outermost;
 - ``sentry_telemetry(sentry=sentry_sdk)``: Sentry transactions and errors, with the SDK you pass in;
+- ``braintrust_telemetry(logger=...)``: Braintrust ``llm`` / ``tool`` spans, with the logger you pass in;
 - ``Telemetry``: the base class for your own integration (``base.py`` says what is called when).
 
 Privacy-safe by default: nothing of a prompt, tool argument, model text or tool result is recorded
@@ -12,6 +13,7 @@ unless an integration is built with ``record_inputs=True`` / ``record_outputs=Tr
 """
 
 from lunora_jobs.telemetry.base import RunEnd, RunStart, StepReport, Telemetry, TelemetryStep
+from lunora_jobs.telemetry.braintrust import braintrust_telemetry
 from lunora_jobs.telemetry.combine import combine_telemetry
 from lunora_jobs.telemetry.console import console_telemetry
 from lunora_jobs.telemetry.otel import otel_telemetry
@@ -24,6 +26,7 @@ __all__ = [
     "StepReport",
     "Telemetry",
     "TelemetryStep",
+    "braintrust_telemetry",
     "combine_telemetry",
     "console_telemetry",
     "otel_telemetry",
