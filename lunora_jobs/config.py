@@ -155,6 +155,9 @@ class Settings(RagSettings):
     )
     """In the embedded default (in-process dispatcher), fire due schedules from a daemon thread of the
     app; False: call ``app.dispatch_due()`` yourself (tests driving a fake clock do)."""
+    lease_s: float = Field(default=6.0, gt=0, validation_alias=AliasChoices("LUNORA_LEASE_S", "lease_s"))
+    """Seconds a step's claim lasts unless renewed (the worker renews it while the step runs): a
+    killed worker's step is taken over about this long after the kill (see ``engine/leases.py``)."""
     sweep_grace_ms: int | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_SWEEP_GRACE_MS", "sweep_grace_ms")
     )

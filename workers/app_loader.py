@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,14 @@ log = logging.getLogger(__name__)
 
 _app: Any = None
 _app_lock = threading.Lock()
+_on_load: list[Callable[[Any], object]] = []
+
+
+def on_app_loaded(callback: Callable[[Any], object]) -> None:
+    """Call ``callback(app)`` once the process's app is loaded (now, if it already is)."""
+    _on_load.append(callback)
+    if _app is not None:
+        callback(_app)
 
 
 def get_app() -> Any:
@@ -33,6 +42,8 @@ def get_app() -> Any:
 
                 _app = load_app()
                 _check_visibility_timeout(_app)
+                for callback in _on_load:
+                    callback(_app)
     return _app
 
 
@@ -53,6 +64,8 @@ def set_app(lunora_app: Any) -> None:
     """Use ``lunora_app`` in this process instead of loading ``LUNORA_APP`` (embedding, benchmarks)."""
     global _app
     _app = lunora_app
+    for callback in _on_load:
+        callback(lunora_app)
 
 
 def _dispose_inherited_connections(lunora_app: Any) -> None:

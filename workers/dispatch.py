@@ -30,12 +30,15 @@ from workers.celery_app import app as default_app
 from workers.celery_app import make_app, require_broker_url
 from workers.revocations import RUN_STAMP
 
-__all__ = ["OTHER_STEP_TASK", "RUN_STAMP", "TASK_FOR_KIND", "CeleryDispatcher"]
+__all__ = ["MAX_COUNTDOWN_S", "OTHER_STEP_TASK", "RUN_STAMP", "TASK_FOR_KIND", "CeleryDispatcher"]
 
 TASK_FOR_KIND: dict[str, str] = {"turn": "lunora.turn", "tool": "lunora.tool", "proposal": "lunora.proposals"}
 """Which Celery task runs a step route; every other route goes to ``lunora.step``."""
 
 OTHER_STEP_TASK = "lunora.step"
+
+MAX_COUNTDOWN_S = 60.0
+"""The longest backoff sent as a broker countdown; a longer one waits in the ledger for the sweep."""
 
 
 _apps: dict[tuple[str, str], Celery] = {}
@@ -108,7 +111,12 @@ class CeleryDispatcher:
         """Step route -> queue and priority (``LUNORA_STEP_ROUTES``); other routes go to ``queue``."""
 
     def dispatch(self, tasks: Sequence[StepTask]) -> None:
-        """Send ``tasks`` through one pooled producer; several go out in one pipelined round trip."""
+        """Send ``tasks`` through one pooled producer; several go out in one pipelined round trip.
+
+        A task delayed by a retry's backoff goes out with a countdown of at most ``MAX_COUNTDOWN_S``;
+        a longer one is not sent: the ledger holds the step until it is due and the sweep dispatches
+        it then (a long broker ETA would be redelivered past the visibility timeout)."""
+        tasks = [task for task in tasks if task.delay_s <= MAX_COUNTDOWN_S]
         if not tasks:
             return
         with self.app.producer_or_acquire() as producer:
@@ -126,7 +134,7 @@ class CeleryDispatcher:
         amqp = self.app.amqp
         message = amqp.create_task_message(
             task.task_id, name, (task.run_id, task.step), {},
-            ignore_result=True,
+            countdown=task.delay_s or None, ignore_result=True,
             argsrepr=f"({task.run_id!r}, {task.step!r})", kwargsrepr="{}",
             stamped_headers=[RUN_STAMP], **{RUN_STAMP: task.run_id},
         )

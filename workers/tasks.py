@@ -27,9 +27,10 @@ import redis.exceptions
 import sqlalchemy.exc
 
 from lunora_jobs.config import Settings
-from workers.app_loader import get_app
+from workers.app_loader import get_app, on_app_loaded
 from workers.celery_app import app as celery
 from workers.preflight import preflight_step
+from workers.time_limits import apply_time_limits
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,9 @@ dispatch_due = celery.task(_dispatch_due, name="lunora.dispatch_due", send_event
 start_run = celery.task(_start_run, name="lunora.start_run", **_RETRY)
 proposals = celery.task(_proposals, name="lunora.proposals", **_RETRY)
 proposals_tick = celery.task(_proposals, name="lunora.proposals_tick", send_events=False, **_RETRY)
+
+# Step time limits from the agents' step_timeout_s, once the app is loaded (workers.time_limits).
+on_app_loaded(lambda lunora_app: apply_time_limits(celery, lunora_app))
 
 # Refuse to consume when this worker would silently run a demo default (workers.preflight).
 celery.steps["worker"].add(preflight_step(get_app))

@@ -15,9 +15,11 @@ from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.config import Settings
+from lunora_jobs.engine.backoff import retry_delay_ms
 from lunora_jobs.engine.dispatch import Dispatcher
 from lunora_jobs.engine.events import EventBus, LocalEventBus
 from lunora_jobs.engine.hooks import HookSet
+from lunora_jobs.engine.leases import LeaseKeeper
 from lunora_jobs.engine.locks import RunLock
 from lunora_jobs.errors import ConfigurationError
 from lunora_jobs.models.base import Model
@@ -39,7 +41,7 @@ class EngineDeps:
     """The collaborators of the durable loop.
 
     ``model_override`` (the harness) replaces every agent's model; ``lease_margin_s`` is added to an
-    agent's ``step_timeout_s`` to form the lease, so a slow but live step is never taken over.
+    agent's ``step_timeout_s`` to cap the lease (see ``lease_ms``).
     """
 
     store: AgentStore
@@ -56,7 +58,16 @@ class EngineDeps:
     """Where live thread updates go (state changes, run status): see ``events.py``."""
     hooks: HookSet = field(default_factory=HookSet)
     """Observers called around every step and at every run's end: see ``hooks.py``."""
+    backoff: Callable[[BaseException, int], int] = retry_delay_ms
+    """``backoff(error, attempt)``: ms before the next attempt of a step whose attempt failed."""
+    leases: LeaseKeeper = field(init=False, repr=False)
+    """Keeps the leases of this process's running steps alive (renewing them in ``store``)."""
     _models: dict[str, Model] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        # Through ``self.store`` at call time: a test may swap the store after building the deps.
+        self.leases = LeaseKeeper(lambda run_id, step, generation, lease_ms: self.store.renew_lease(
+            run_id, step, generation, lease_ms))
 
     def agent(self, name: str) -> AgentDefinition:
         """The agent registered as ``name``; a run of an unknown agent is a deployment mistake."""
@@ -74,8 +85,10 @@ class EngineDeps:
         return int(clock()) if callable(clock) else wall_clock()
 
     def lease_ms(self, agent: AgentDefinition) -> int:
-        """How long a claim holds a step before another worker may take it over."""
-        return int((agent.step_timeout_s + self.lease_margin_s) * 1000)
+        """How long a claim holds a step before another worker may take it over, unless renewed:
+        ``LUNORA_LEASE_S``, or the agent's ``step_timeout_s`` + margin when that is shorter. The
+        process renews it while the step runs (``leases``), so a live step keeps it."""
+        return int(min(agent.step_timeout_s + self.lease_margin_s, self.settings.lease_s) * 1000)
 
     def model_for(self, agent: AgentDefinition) -> Model:
         """The agent's model, built once per process (clients are reused across turns)."""

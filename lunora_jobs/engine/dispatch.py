@@ -8,6 +8,7 @@ is harmless (the ledger decides what runs).
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,9 @@ class StepTask:
     run_id: str
     step: str
     kind: TaskRoute = "turn"
+    delay_s: float = 0.0
+    """Run it no sooner than this (a failed attempt's backoff, ``engine/backoff.py``). The ledger
+    holds the step until then, and the sweep dispatches it once due if this message is lost."""
 
     @property
     def task_id(self) -> str:
@@ -57,8 +61,12 @@ class InProcessDispatcher:
         dispatcher = InProcessDispatcher(lambda task: engine.execute(task.run_id, task.step))
     """
 
-    def __init__(self, runner: Callable[[StepTask], None] | None = None, *, history: int = 1000) -> None:
+    def __init__(
+        self, runner: Callable[[StepTask], None] | None = None, *, history: int = 1000,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._runner = runner
+        self._sleep = sleep
         self._queue: deque[StepTask] = deque()
         self._draining = False
         self.dispatched: deque[StepTask] = deque(maxlen=history)
@@ -85,7 +93,10 @@ class InProcessDispatcher:
         self._draining = True
         try:
             while self._queue:
-                self._runner(self._queue.popleft())
+                task = self._queue.popleft()
+                if task.delay_s > 0:  # a retry's backoff: the embedded app waits it out inline
+                    self._sleep(task.delay_s)
+                self._runner(task)
         finally:
             self._draining = False
 

@@ -1,22 +1,32 @@
 """The periodic sweep: re-dispatch running runs whose next step nobody is working on.
 
-A lost broker message (a Redis restart, a worker killed before it acked under a misconfigured
-broker) delays a run but never loses it: every tick, each running run is re-planned from its ledger
-and any step with no live lease is dispatched again. The claim dedupes a dispatch that was not lost
-after all. A step whose lease expired ``max_attempts`` times fails the run when the re-dispatched
-task claims it (the poison-step rule), so the sweep never loops on a step that kills its worker.
+A lost broker message (a Redis restart) or a dead worker delays a run but never loses it. A pass
+finds what is stalled with a few indexed queries (``store.lapsed_steps``, ``quiet_runs``,
+``parked_runs_to_wake``: one query per keyset page of ``batch``, whatever the number of runs), then
+reads the ledger of each stalled run only, re-plans it and dispatches any step with no live lease:
+
+1. a lapsed lease: the worker holding the step died (a live one renews it, ``engine/leases.py``) —
+   taken over at once, so a SIGKILLed worker's steps move again within one lease plus one tick;
+2. a running run quiet for ``grace_ms``: its next message may be lost — re-planned, then touched
+   so it is looked at again only one grace period later (a tick never starves: stalest first);
+3. a parked run with a decision recorded but not applied, or with nothing left to wait on.
+   Hibernated runs waiting on an approval are never read.
+
+The claim dedupes a dispatch that was not lost after all. A step whose lease expired
+``max_attempts`` times fails the run when the re-dispatched task claims it (the poison-step rule),
+so the sweep never loops on a step that kills its worker. A pass examines at most ``budget`` runs.
 
 One pass holds the lock ``sweep_lock_id`` (``SWEEP_LOCK_ID`` per database; ``deps.lock``: the
 Redis lock in production) with ``wait_s=0``: a tick that overlaps a pass still running (two beats,
-a slow pass) skips instead of scanning the same runs again (``SweepReport.skipped``). Each scan is
-one bounded query per status (``list_runs(status=..., limit=batch)``, oldest first), never every
-running run.
+a slow pass) skips instead of scanning the same runs again (``SweepReport.skipped``).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from lunora_jobs.engine.approvals import wake_decided
 from lunora_jobs.engine.context import EngineDeps
@@ -29,7 +39,10 @@ from lunora_jobs.engine.pipeline.dispatch import fail_run
 from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.steps import turn_step
 from lunora_jobs.memory.rows import rows_for
-from lunora_jobs.store.records import RunRecord
+from lunora_jobs.store.records import RunRecord, StepRecord
+
+T = TypeVar("T")
+K = TypeVar("K")
 
 MEMORY_WRITES = ("memory:episode", "memory:extract")
 """The post-run memory steps the sweep takes over when their lease expired."""
@@ -50,9 +63,11 @@ class SweepReport:
 
 
 def sweep(
-    deps: EngineDeps, *, batch: int = 200, grace_ms: int = 30_000, lock_ttl_ms: int | None = None
+    deps: EngineDeps, *, batch: int = 200, grace_ms: int = 30_000, lock_ttl_ms: int | None = None,
+    budget: int = 2_000,
 ) -> SweepReport:
-    """Re-dispatch stalled runs: at most ``batch`` running runs, oldest first.
+    """Re-dispatch stalled runs, stalest first: at most ``budget`` runs examined per pass, read in
+    keyset pages of ``batch``.
 
     ``grace_ms``: a run with ledger activity more recent than this is left alone (its next task is
     most likely still in the queue); a live lease is always respected. ``lock_ttl_ms``: how long the
@@ -67,7 +82,7 @@ def sweep(
     with deps.lock.hold(key, ttl_ms=ttl_ms, wait_s=0) as held:
         if not held and contended(deps.lock, key):
             return SweepReport(skipped=True)
-        return _sweep_pass(deps, batch, grace_ms)
+        return _sweep_pass(deps, batch, grace_ms, budget)
 
 
 def sweep_lock_id(deps: EngineDeps) -> str:
@@ -79,23 +94,70 @@ def sweep_lock_id(deps: EngineDeps) -> str:
     return f"{SWEEP_LOCK_ID}:{hashlib.sha1(where.encode()).hexdigest()[:16]}"
 
 
-def _sweep_pass(deps: EngineDeps, batch: int, grace_ms: int) -> SweepReport:
+def _paged(fetch: Callable[[K | None], list[T]], key: Callable[[T], K], batch: int) -> Iterator[T]:
+    """Every row ``fetch`` finds, one keyset page of ``batch`` at a time (``fetch(after)``)."""
+    after: K | None = None
+    while True:
+        page = fetch(after)
+        yield from page
+        if len(page) < batch:
+            return
+        after = key(page[-1])
+
+
+def _sweep_pass(deps: EngineDeps, batch: int, grace_ms: int, budget: int) -> SweepReport:
     report = SweepReport()
-    for run in deps.store.list_runs(status="running", limit=batch):
+    store, now = deps.store, deps.now()
+    agents = sorted(deps.agents)  # another app's runs are its own workers' to sweep
+    quiet_before = now - grace_ms
+    seen: set[str] = set()
+
+    def first_look(run_id: str) -> bool:
+        if run_id in seen or report.scanned >= budget:
+            return False
+        seen.add(run_id)
         report.scanned += 1
-        _sweep_run(deps, run, grace_ms, report)
-    # Hibernated runs: apply a decision whose resolver died before moving the run on.
-    for run in deps.store.list_runs(status="awaiting_input", limit=batch):
-        report.scanned += 1
-        wake_decided(deps, run, grace_ms)
-    # Post-run memory writes whose worker died (their run is over, so no scan above finds them).
-    stalled = rows_for(deps.store).stalled_writes(MEMORY_WRITES, deps.now(), batch)
+        return True
+
+    # 1. A dead worker's steps: a lapsed lease means its holder stopped renewing it. Stalled now.
+    lapsed = _paged(lambda after: store.lapsed_steps(now, agents=agents, limit=batch, after=after),
+                    lambda row: (row.lease_expires_at, row.run_id, row.name), batch)
+    for row in lapsed:
+        if report.scanned >= budget:
+            break
+        if first_look(row.run_id):
+            run = store.get_run(row.run_id)
+            if run is not None and run.status == "running":
+                _sweep_run(deps, run, grace_ms, report)
+    # 2. Running runs quiet for a grace period (a lost message). Each one examined is touched, so
+    #    it is looked at again one grace period later and the stalest others come first meanwhile.
+    quiet = _paged(lambda after: store.quiet_runs("running", quiet_before, agents=agents, limit=batch,
+                                                  after=after),
+                   lambda run: (run.updated_at, run.id), batch)
+    for run in quiet:
+        if report.scanned >= budget:
+            break
+        if first_look(run.id):
+            _sweep_run(deps, run, grace_ms, report)
+            store.transition_run(run.id, ("running",))
+    # 3. Parked runs with a decision whose resolver died before applying it, or nothing left to wait
+    #    on. A run waiting on a pending approval is not even read.
+    parked = _paged(lambda after: store.parked_runs_to_wake(quiet_before, agents=agents, limit=batch,
+                                                            after=after),
+                    lambda run: (run.updated_at, run.id), batch)
+    for run in parked:
+        if report.scanned >= budget:
+            break
+        if first_look(run.id) and not wake_decided(deps, run, grace_ms):
+            store.transition_run(run.id, ("awaiting_input",))
+    # 4. Post-run memory writes whose worker died (their run is over, so no scan above finds them).
+    stalled = rows_for(store).stalled_writes(MEMORY_WRITES, now, batch)
     if stalled:
         tasks = [StepTask(run_id, step, "memory") for run_id, step in stalled]
         deps.dispatcher.dispatch(tasks)
         report.dispatched.extend(tasks)
-    # Threads left free with runs queued on them (a crash between a run's end and the promotion).
-    for thread_id in deps.store.queued_threads(limit=batch):
+    # 5. Threads left free with runs queued on them (a crash between a run's end and the promotion).
+    for thread_id in store.queued_threads(limit=batch):
         started = promote_stalled(deps, thread_id)
         if started is not None:
             report.dispatched.extend(plan_start(started).dispatch)
@@ -106,7 +168,7 @@ def _sweep_run(deps: EngineDeps, run: RunRecord, grace_ms: int, report: SweepRep
     steps = deps.store.list_steps(run.id)
     now = deps.now()
     newest = max([run.updated_at, *(s.updated_at for s in steps)])
-    if now - newest < grace_ms:
+    if now - newest < grace_ms and not _lapsed(steps, now):
         return
     agent = deps.agents.get(run.agent)
     if agent is None:
@@ -131,3 +193,10 @@ def _sweep_run(deps: EngineDeps, run: RunRecord, grace_ms: int, report: SweepRep
     if tasks:
         deps.dispatcher.dispatch(tasks)
         report.dispatched.extend(tasks)
+
+
+def _lapsed(steps: list[StepRecord], now: int) -> bool:
+    """A step is running under a lease that lapsed: its worker died (a live one renews it, see
+    ``engine/leases.py``), so the run is stalled now, whatever its recent activity. (A lease of 0
+    was released by a failed attempt whose retry is queued: the grace applies to it.)"""
+    return any(s.status == "running" and 0 < s.lease_expires_at <= now for s in steps)

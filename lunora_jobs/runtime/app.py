@@ -201,9 +201,9 @@ class Lunora:
         return tick(self.deps, worker_id=self.deps.worker_id, lease_ms=self.settings.proposal_lease_ms,
                     limit=limit)
 
-    def sweep(self, *, batch: int = 200, grace_ms: int = 30_000) -> SweepReport:
-        """Re-dispatch stalled runs — what the beat-driven sweep task calls."""
-        report = sweep(self.deps, batch=batch, grace_ms=grace_ms)
+    def sweep(self, *, batch: int = 200, grace_ms: int = 30_000, budget: int = 2_000) -> SweepReport:
+        """Re-dispatch stalled runs — what the beat-driven sweep task calls (see ``engine/sweep.py``)."""
+        report = sweep(self.deps, batch=batch, grace_ms=grace_ms, budget=budget)
         if self.hooks and (report.dispatched or report.finished or report.failed):
             self.hooks.sweep_finished(len(report.dispatched), len(report.finished), len(report.failed))
         return report

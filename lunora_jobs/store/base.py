@@ -133,9 +133,44 @@ class AgentStore(Protocol):
         """
 
     def fail_step(
-        self, run_id: str, name: str, generation: int, error: str, *, terminal: bool = False
+        self, run_id: str, name: str, generation: int, error: str, *, terminal: bool = False,
+        retry_at: int = 0,
     ) -> bool:
-        """Record an error. Not terminal: release the lease so a retry can claim. Fenced like complete."""
+        """Record an error. Not terminal: release the lease so a retry can claim — at ``retry_at``
+        (epoch ms; 0: at once), the backoff held in the ledger. Fenced like complete."""
+
+    def renew_lease(self, run_id: str, name: str, generation: int, lease_ms: int) -> bool:
+        """Extend a running step's lease to now + ``lease_ms`` (the heartbeat of a live step).
+
+        Fenced like ``complete_step``: False (nothing written) when ``generation`` is no longer
+        current or the step is not running any more."""
+
+    def reclaim_step(
+        self, run_id: str, name: str, generation: int, *, owner: str, lease_ms: int, max_attempts: int = 5
+    ) -> StepClaim:
+        """Take over ``owner``'s own live lease of generation ``generation`` (``attempt += 1``, new
+        generation): the owner knows its earlier attempt has ended (it raised). Otherwise the same
+        outcomes as ``claim_step`` (``busy`` when the lease moved on or belongs to someone else)."""
+
+    # -- the sweep's reads (one indexed query each, keyset-paged, stalest first) ----------------
+    def lapsed_steps(
+        self, now: int, *, agents: Sequence[str], limit: int, after: tuple[int, str, str] | None = None,
+    ) -> list[StepRecord]:
+        """Running steps of running runs of ``agents`` whose lease lapsed (``0 < lease_expires_at <=
+        now``), oldest lapse first, after ``after`` = (lease_expires_at, run_id, name)."""
+
+    def quiet_runs(
+        self, status: str, before: int, *, agents: Sequence[str], limit: int,
+        after: tuple[int, str] | None = None,
+    ) -> list[RunRecord]:
+        """Runs of ``agents`` in ``status`` not updated since ``before``, stalest first, after
+        ``after`` = (updated_at, id)."""
+
+    def parked_runs_to_wake(
+        self, before: int, *, agents: Sequence[str], limit: int, after: tuple[int, str] | None = None,
+    ) -> list[RunRecord]:
+        """Parked runs of ``agents`` with a decision recorded by ``before`` but not applied to the
+        ledger, or quiet since ``before`` with no call awaiting approval; stalest first."""
 
     def get_step(self, run_id: str, name: str) -> StepRecord | None:
         """The ledger row, or None."""

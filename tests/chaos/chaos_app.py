@@ -11,6 +11,7 @@ so a tool deduping in a store shared by many runs keys its effects on ``<run_id>
   opens ``<prefix>:open:<idempotency_key>`` (one gate per step, unlike ``block``'s single flag) and
   announces on ``<prefix>:left`` that it is returning, so a test can time an outage against it;
 - ``slow``: applies its effect, then works for ``CHAOS_SLOW_S`` seconds, so random kills land mid-step;
+- ``recover``: the default ``step_timeout_s`` (300 s), for the recovery-time bound after a kill;
 - ``CountingModel``: the scripted model, counting every call per ``<run input>:<turn>`` in
   ``<prefix>:llm`` (a paid model call must not be repeated for a finished turn).
 """
@@ -133,7 +134,19 @@ soak = define_agent(
     max_attempts=MAX_ATTEMPTS,
 )
 
-AGENTS = [dbchaos, soak]
+recover = define_agent(
+    name="recover",
+    instructions="Pass the gate, then answer; workers die at the gate.",
+    model=CountingModel([
+        tool_calls_turn([("g1", "gate", {"value": "g1"}), ("a1", "note", {"value": "a1"})]),
+        final_turn("recovered"),
+    ]),
+    tools=[note, gate],
+    # The default step_timeout_s (300 s): recovery after a kill must not wait for it.
+    max_attempts=MAX_ATTEMPTS,
+)
+
+AGENTS = [dbchaos, soak, recover]
 
 
 def build_app() -> Any:

@@ -128,10 +128,10 @@ class _StallingStore:
         self.inner = inner
         self.scanning = scanning
 
-    def list_runs(self, **kwargs: Any) -> Any:
+    def lapsed_steps(self, *args: Any, **kwargs: Any) -> Any:
         self.scanning.set()
         time.sleep(60)
-        return self.inner.list_runs(**kwargs)
+        return self.inner.lapsed_steps(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

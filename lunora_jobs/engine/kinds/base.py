@@ -131,6 +131,8 @@ class StepState:
     """The work raised: ``Type: message``."""
     final: bool = False
     """With ``error``: no attempt is left (or the error is fatal): the run fails."""
+    delay_ms: int = 0
+    """With ``error`` and not ``final``: the backoff before the next attempt (``engine/backoff.py``)."""
     after: After | None = None
     ledger: list[StepRecord] = field(default_factory=list)
     """The run's ledger rows the planner needs (read with the completion where the store can)."""

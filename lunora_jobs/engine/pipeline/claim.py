@@ -18,6 +18,7 @@ from __future__ import annotations
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.handover import TERMINAL
 from lunora_jobs.engine.kinds import RunFails, StepState
+from lunora_jobs.store.records import StepClaim
 
 
 def claim(deps: EngineDeps, state: StepState) -> bool:
@@ -51,6 +52,8 @@ def claim(deps: EngineDeps, state: StepState) -> bool:
         state.agent = deps.agent(run.agent)
     claimed = state.claim
     assert claimed is not None
+    if claimed.outcome == "busy":
+        claimed = state.claim = _reclaim_own(deps, state, claimed)
     if claimed.outcome == "claimed":
         return True
     if claimed.outcome == "busy":
@@ -69,3 +72,16 @@ def claim(deps: EngineDeps, state: StepState) -> bool:
         state.status = "failed"
         state.after = RunFails(error)
     return False
+
+
+def _reclaim_own(deps: EngineDeps, state: StepState, busy: StepClaim) -> StepClaim:
+    """A ``busy`` answer against this process's own attempt that already ended (it raised, e.g. on a
+    database error, and Celery retried the task here): re-claim at once rather than wait for the
+    lease to lapse. A live attempt (still held here, or another process's) stays ``busy``."""
+    ended = deps.leases.ended_generation(state.run_id, state.step)
+    if ended is None or ended != busy.step.generation or state.agent is None:
+        return busy
+    return deps.store.reclaim_step(
+        state.run_id, state.step, ended, owner=deps.worker_id, lease_ms=deps.lease_ms(state.agent),
+        max_attempts=state.agent.max_attempts,
+    )

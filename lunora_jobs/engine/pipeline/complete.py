@@ -53,8 +53,9 @@ def _record_failure(deps: EngineDeps, state: StepState) -> None:
         deps.store.fail_step(state.run_id, row.name, row.generation, state.error, terminal=True)
         state.status = "failed"
         state.after = RunFails(f"step {row.name!r} failed after {row.attempt} attempt(s): {state.error}")
-    elif not deps.store.fail_step(state.run_id, row.name, row.generation, state.error):
+    elif not deps.store.fail_step(state.run_id, row.name, row.generation, state.error,
+                                  retry_at=deps.now() + state.delay_ms if state.delay_ms else 0):
         state.status = "lost"
-    else:
+    else:  # the ledger holds the step until its backoff is over; the message says when to come back
         state.status = "retry"
-        state.after = Retry(StepTask(state.run_id, row.name, state.kind.route))
+        state.after = Retry(StepTask(state.run_id, row.name, state.kind.route, state.delay_ms / 1000))

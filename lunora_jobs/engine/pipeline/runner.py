@@ -88,8 +88,7 @@ class Engine:
         if claim(deps, state):
             info = self._started(state)
             try:
-                work(deps, state)
-                complete(deps, state)
+                self._work_and_complete(state)
                 self._plan_and_dispatch(state)
             except BaseException:
                 if info is not None:
@@ -103,6 +102,22 @@ class Engine:
             complete(deps, state)
             self._plan_and_dispatch(state)
         return StepOutcome(state.status, state.result)
+
+    def _work_and_complete(self, state: kinds.StepState) -> None:
+        """The work and its completion under a kept-alive lease (``engine/leases.py``): renewed
+        only if the step outlives a third of it, released once the result is recorded. A trip that
+        raises out of here leaves its generation to a redelivery in this process (``reclaim``)."""
+        deps = self.deps
+        assert state.claim is not None and state.agent is not None
+        row = state.claim.step
+        deps.leases.hold(state.run_id, state.step, row.generation, deps.lease_ms(state.agent))
+        ended = True
+        try:
+            work(deps, state)
+            complete(deps, state)
+            ended = False
+        finally:
+            deps.leases.release(state.run_id, state.step, ended=ended)
 
     def _started(self, state: kinds.StepState) -> StepInfo | None:
         hooks = self.deps.hooks

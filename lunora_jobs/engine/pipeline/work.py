@@ -2,15 +2,18 @@
 
 What the work produced (the completion: result, messages, usage, run/thread patches) is recorded by
 the next stage in one fenced write. When the work raises, the attempt failed: it is retried through
-the ledger (the claim's ``attempt`` counts) up to the agent's ``max_attempts``, unless the kind calls
-the error fatal; once no attempt is left the kind may still answer (a tool's error becomes the
-model's tool result) — otherwise the run fails.
+the ledger (the claim's ``attempt`` counts) up to the agent's ``max_attempts``, after a backoff
+(``engine/backoff.py``: exponential with full jitter, or the server's Retry-After), unless the kind
+calls the error fatal or no retry can fix it (an HTTP 4xx other than 408/409/425/429); once no
+attempt is left the kind may still answer (a tool's error becomes the model's tool result) —
+otherwise the run fails.
 """
 
 from __future__ import annotations
 
 import logging
 
+from lunora_jobs.engine.backoff import describe, terminal
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.kinds import StepState
 
@@ -26,12 +29,14 @@ def work(deps: EngineDeps, state: StepState) -> None:
         return
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-        final = state.kind.fatal(exc) or claim.step.attempt >= agent.max_attempts
+        final = state.kind.fatal(exc) or terminal(exc) or claim.step.attempt >= agent.max_attempts
+        delay_ms = 0 if final else deps.backoff(exc, claim.step.attempt)
+        later = "" if final else f"; {describe(delay_ms, exc)}"
     if final:
         given = state.kind.give_up(deps, state, error)
         if given is not None:
             state.work = given
             return
-    log.warning("lunora: step %s of run %s failed (attempt %d): %s", state.step, state.run_id,
-                claim.step.attempt, error)
-    state.error, state.final = error, final
+    log.warning("lunora: step %s of run %s failed (attempt %d): %s%s", state.step, state.run_id,
+                claim.step.attempt, error, later)
+    state.error, state.final, state.delay_ms = error, final, delay_ms

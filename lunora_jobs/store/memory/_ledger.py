@@ -179,18 +179,44 @@ class MemoryLedgerMixin:
             return True
 
     def fail_step(
-        self, run_id: str, name: str, generation: int, error: str, *, terminal: bool = False
+        self, run_id: str, name: str, generation: int, error: str, *, terminal: bool = False,
+        retry_at: int = 0,
     ) -> bool:
-        """Record an error. Not terminal: release the lease so a retry can claim. Fenced like complete."""
+        """Record an error. Not terminal: release the lease so a retry can claim at ``retry_at``
+        (epoch ms; 0: at once). Fenced like complete."""
         with self._lock:
             step = self._fenced(run_id, name, generation)
             if step is None:
                 return False
             status = "failed" if terminal else step.status
             self._steps[(run_id, name)] = replace(
-                step, status=status, error=error, lease_expires_at=0, updated_at=self.clock()
+                step, status=status, error=error, lease_expires_at=0 if terminal else retry_at,
+                updated_at=self.clock(),
             )
             return True
+
+    def renew_lease(self, run_id: str, name: str, generation: int, lease_ms: int) -> bool:
+        """Extend a running step's lease to now + ``lease_ms``; False when fenced out."""
+        with self._lock:
+            step = self._fenced(run_id, name, generation)
+            if step is None:
+                return False
+            self._steps[(run_id, name)] = replace(step, lease_expires_at=self.clock() + lease_ms)
+            return True
+
+    def reclaim_step(
+        self, run_id: str, name: str, generation: int, *, owner: str, lease_ms: int, max_attempts: int = 5
+    ) -> StepClaim:
+        """Take over ``owner``'s own lease of ``generation`` at once; else a plain ``claim_step``."""
+        with self._lock:
+            step = self._fenced(run_id, name, generation)
+            if step is not None and step.lease_owner == owner and step.attempt < max_attempts:
+                now = self.clock()
+                step = replace(step, attempt=step.attempt + 1, generation=step.generation + 1,
+                               lease_expires_at=now + lease_ms, updated_at=now)
+                self._steps[(run_id, name)] = step
+                return StepClaim("claimed", step)
+        return self.claim_step(run_id, name, owner=owner, lease_ms=lease_ms, max_attempts=max_attempts)
 
     def get_step(self, run_id: str, name: str) -> StepRecord | None:
         """The ledger row, or None."""

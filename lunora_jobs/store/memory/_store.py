@@ -36,6 +36,7 @@ from lunora_jobs.store.memory._pricing import MemoryPricingMixin
 from lunora_jobs.store.memory._proposals import InMemoryProposalStore
 from lunora_jobs.store.memory._run_queue import MemoryRunQueueMixin
 from lunora_jobs.store.memory._schedules import MemorySchedulesMixin
+from lunora_jobs.store.memory._sweep import MemorySweepMixin
 from lunora_jobs.store.memory._tool_calls import MemoryToolCallsMixin
 from lunora_jobs.store.records import (
     JSON,
@@ -55,7 +56,7 @@ def copy(value: Any) -> Any:
 
 class InMemoryStore(
     MemoryLedgerMixin, MemoryToolCallsMixin, MemorySchedulesMixin, MemoryRunQueueMixin, MemoryPricingMixin,
-    InMemoryProposalStore, MemoryConsoleMixin,
+    InMemoryProposalStore, MemoryConsoleMixin, MemorySweepMixin,
 ):
     """The ``AgentStore`` in process memory. ``clock`` returns epoch-ms (defaults to the wall clock)."""
 

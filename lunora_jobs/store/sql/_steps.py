@@ -206,20 +206,52 @@ class SqlStepsMixin(SqlMessagesMixin):
         )
 
     def fail_step(
-        self, run_id: str, name: str, generation: int, error: str, *, terminal: bool = False
+        self, run_id: str, name: str, generation: int, error: str, *, terminal: bool = False,
+        retry_at: int = 0,
     ) -> bool:
-        """Record an error. Not terminal: release the lease so a retry can claim. Fenced like complete."""
+        """Record an error. Not terminal: release the lease so a retry can claim at ``retry_at``
+        (epoch ms; 0: at once). Fenced like complete."""
         fenced = sa.and_(
             steps.c.run_id == run_id,
             steps.c.name == name,
             steps.c.generation == generation,
             steps.c.status == "running",
         )
-        values = {"error": error, "updated_at": self.clock(), "lease_expires_at": 0}
+        values = {"error": error, "updated_at": self.clock(), "lease_expires_at": 0 if terminal else retry_at}
         if terminal:
             values["status"] = "failed"
         stmt = sa.update(steps).where(fenced).values(values)
         return bool(self._write(lambda conn: conn.execute(stmt).rowcount == 1))
+
+    def renew_lease(self, run_id: str, name: str, generation: int, lease_ms: int) -> bool:
+        """Extend a running step's lease to now + ``lease_ms``; False when fenced out. Only the
+        heartbeat of a step that outlives the renewal threshold calls it: never on the hot path."""
+        stmt = (
+            sa.update(steps)
+            .where(steps.c.run_id == run_id, steps.c.name == name, steps.c.generation == generation,
+                   steps.c.status == "running")
+            .values(lease_expires_at=self.clock() + lease_ms)
+        )
+        return bool(self._write(lambda conn: conn.execute(stmt).rowcount == 1, autocommit=True))
+
+    def reclaim_step(
+        self, run_id: str, name: str, generation: int, *, owner: str, lease_ms: int, max_attempts: int = 5
+    ) -> StepClaim:
+        """Take over ``owner``'s own lease of ``generation`` at once; else a plain ``claim_step``."""
+        now = self.clock()
+        mine = sa.and_(
+            steps.c.run_id == run_id, steps.c.name == name, steps.c.generation == generation,
+            steps.c.status == "running", steps.c.lease_owner == owner, steps.c.attempt < max_attempts,
+        )
+        stmt = sa.update(steps).where(mine).values(
+            attempt=steps.c.attempt + 1, generation=steps.c.generation + 1,
+            lease_expires_at=now + lease_ms, updated_at=now,
+        )
+        if self._write(lambda conn: conn.execute(stmt).rowcount == 1):
+            current = self.get_step(run_id, name)
+            if current is not None and current.generation == generation + 1 and current.lease_owner == owner:
+                return StepClaim("claimed", current)
+        return self.claim_step(run_id, name, owner=owner, lease_ms=lease_ms, max_attempts=max_attempts)
 
     def get_step(self, run_id: str, name: str) -> StepRecord | None:
         """The ledger row, or None."""

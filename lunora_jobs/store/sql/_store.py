@@ -26,6 +26,7 @@ from lunora_jobs.store.sql._run_queue import SqlRunQueueMixin
 from lunora_jobs.store.sql._runs import SqlRunsMixin
 from lunora_jobs.store.sql._schedules import SqlSchedulesMixin
 from lunora_jobs.store.sql._steps import SqlStepsMixin
+from lunora_jobs.store.sql._sweep import SqlSweepMixin
 from lunora_jobs.store.sql._threads import SqlThreadsMixin
 from lunora_jobs.store.sql._tool_calls import SqlToolCallsMixin
 from lunora_jobs.store.sql._usage import SqlUsageMixin
@@ -33,7 +34,7 @@ from lunora_jobs.store.sql._usage import SqlUsageMixin
 
 class SqlStore(
     SqlThreadsMixin, SqlFusedCallsMixin, SqlStepsMixin, SqlRunsMixin, SqlUsageMixin, SqlToolCallsMixin,
-    SqlSchedulesMixin, SqlProposalStore, SqlRunQueueMixin, SqlConsoleMixin, SqlPricingMixin,
+    SqlSchedulesMixin, SqlProposalStore, SqlRunQueueMixin, SqlConsoleMixin, SqlPricingMixin, SqlSweepMixin,
 ):
     """The ``AgentStore`` over SQL. Thread-safe; share one per process.
 

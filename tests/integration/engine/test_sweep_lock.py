@@ -1,4 +1,4 @@
-"""The sweep holds the sweep lock (Redis) for a whole pass, and scans a bounded, oldest-first batch.
+"""The sweep holds the sweep lock (Redis) for a whole pass, and examines a bounded, stalest-first batch.
 
 Two overlapping passes (two beats by mistake, a slow pass overlapping the next tick): the second
 returns at once with ``skipped`` and scans nothing. With Redis unreachable the sweep still scans:
@@ -21,24 +21,24 @@ from lunora_jobs.engine.locks import LocalLock, RedisLock
 from lunora_jobs.engine.sweep import sweep_lock_id
 from lunora_jobs.store import create_store
 from lunora_jobs.store.base import AgentStore
-from lunora_jobs.store.records import RunRecord
+from lunora_jobs.store.records import StepRecord
 
 pytestmark = pytest.mark.integration
 
 
 class PausingStore:
-    """The real store; ``list_runs`` of the first pass waits until the test lets it go (to overlap two)."""
+    """The real store; the first query of the first pass waits until the test lets it go (to overlap two)."""
 
     def __init__(self, inner: AgentStore) -> None:
         self.inner = inner
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def list_runs(self, **kwargs: Any) -> list[RunRecord]:
-        if kwargs.get("status") == "running" and not self.entered.is_set():
+    def lapsed_steps(self, *args: Any, **kwargs: Any) -> list[StepRecord]:
+        if not self.entered.is_set():
             self.entered.set()
             assert self.release.wait(timeout=10)
-        return self.inner.list_runs(**kwargs)
+        return self.inner.lapsed_steps(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -97,19 +97,22 @@ def test_sweep_runs_without_redis(app_parts: tuple[PausingStore, RedisLock]) -> 
     assert not report.skipped and [t.run_id for t in report.dispatched] == [handle.id]
 
 
-def test_sweep_scans_a_bounded_oldest_first_batch(app_parts: tuple[PausingStore, RedisLock]) -> None:
+def test_sweep_examines_a_bounded_stalest_first_batch_and_never_starves(
+    app_parts: tuple[PausingStore, RedisLock],
+) -> None:
     store, lock = app_parts
     store.entered.set()
     dispatcher = RecordingDispatcher()
     app = _app(store, lock, dispatcher)
     handles = [app.agents.support.run(input="hi", thread_key=f"t{i}") for i in range(4)]
     dispatcher.tasks.clear()
-    report = app.sweep(batch=2, grace_ms=0)
-    assert report.scanned == 2
-    oldest = [r.id for r in store.inner.list_runs(status="running")][:2]
-    assert [t.run_id for t in report.dispatched] == oldest
-    assert set(oldest) <= {h.id for h in handles}
-    assert [r.id for r in store.inner.list_runs(status="running", limit=2)] == oldest
+    stalest = [r.id for r in store.inner.quiet_runs("running", app.deps.now(), agents=["support"], limit=4)]
+    assert sorted(stalest) == sorted(h.id for h in handles)
+    report = app.sweep(batch=1, budget=2, grace_ms=0)  # keyset pages of one, two runs a pass
+    assert report.scanned == 2 and [t.run_id for t in report.dispatched] == stalest[:2]
+    # The runs it examined were touched: the next pass starts with the two it did not reach.
+    report = app.sweep(batch=1, budget=2, grace_ms=0)
+    assert [t.run_id for t in report.dispatched] == stalest[2:]
 
 
 def test_the_sweep_lock_is_per_database(app_parts: tuple[PausingStore, RedisLock], pg_url: str) -> None:
@@ -129,7 +132,7 @@ def test_the_sweep_lock_is_per_database(app_parts: tuple[PausingStore, RedisLock
         other.close()  # type: ignore[attr-defined]
 
 
-def test_the_in_memory_twin_bounds_list_runs_the_same_way() -> None:
+def test_the_in_memory_twin_bounds_the_sweep_the_same_way() -> None:
     from lunora_jobs.store import InMemoryStore
 
     app = _app(InMemoryStore(), LocalLock(), RecordingDispatcher())
@@ -139,4 +142,5 @@ def test_the_in_memory_twin_bounds_list_runs_the_same_way() -> None:
     assert len(every) == 3
     assert [r.id for r in app.store.list_runs(status="running", limit=2)] == every[:2]
     assert app.store.list_runs(status="running", limit=0) == []
-    assert app.sweep(batch=2, grace_ms=0).scanned == 2
+    assert app.sweep(batch=1, budget=2, grace_ms=0).scanned == 2
+    assert app.sweep(batch=1, budget=2, grace_ms=0).scanned == 2

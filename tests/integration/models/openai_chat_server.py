@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import struct
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -70,6 +71,9 @@ class ChatServer:
 
     replies: list[dict[str, Any]] = field(default_factory=list)
     fail_status: list[int] = field(default_factory=list)  # one injected failure per request while non-empty
+    # retry-after-ms keeps the SDK's backoff short in tests; a test of Retry-After sets its own
+    fail_headers: dict[str, str] = field(default_factory=lambda: {"retry-after-ms": "10"})
+    times: list[float] = field(default_factory=list)  # time.monotonic() of every request
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     base_url: str = ""
@@ -142,6 +146,7 @@ def _handler(state: ChatServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = self.read_json()
+            state.times.append(time.monotonic())
             state.requests.append(body)
             state.headers.append({k.lower(): v for k, v in self.headers.items()})
             if self.path == "/v1/embeddings" and not state.fail_status:
@@ -154,11 +159,10 @@ def _handler(state: ChatServer) -> type[BaseHTTPRequestHandler]:
                 return
             if state.fail_status:
                 status = state.fail_status.pop(0)
-                # retry-after-ms keeps the SDK's backoff short in tests
                 self._send(
                     status,
                     {"error": {"message": f"injected {status}", "type": "server_error"}},
-                    {"retry-after-ms": "10"},
+                    state.fail_headers,
                 )
                 return
             if not state.replies:

@@ -173,3 +173,41 @@ def test_steps_listed_in_creation_order_and_missing_run_refused(
     assert store.get_step("r1", "nope") is None
     with pytest.raises(NotFoundError):
         store.claim_step("no-run", "llm:turn:0", owner="w", lease_ms=LEASE)
+
+
+def test_renew_lease_extends_only_the_current_running_generation(
+    store: AgentStore, thread: ThreadRecord, clock: FakeClock
+) -> None:
+    first = store.claim_step("r1", "tool:x:c1", owner="w1", lease_ms=LEASE)
+    clock.advance(LEASE - 1)
+    assert store.renew_lease("r1", "tool:x:c1", first.step.generation, LEASE)  # the heartbeat
+    clock.advance(LEASE - 1)  # past the first lease, within the renewed one
+    assert store.claim_step("r1", "tool:x:c1", owner="w2", lease_ms=LEASE).outcome == "busy"
+    clock.advance(1)  # the renewed lease lapses: the worker stopped renewing (it died)
+    taken = store.claim_step("r1", "tool:x:c1", owner="w2", lease_ms=LEASE)
+    assert taken.outcome == "claimed" and taken.step.generation == first.step.generation + 1
+    assert not store.renew_lease("r1", "tool:x:c1", first.step.generation, LEASE)  # fenced out
+    step = store.get_step("r1", "tool:x:c1")
+    assert step is not None and step.lease_expires_at == clock.now + LEASE and step.lease_owner == "w2"
+    assert store.complete_step("r1", "tool:x:c1", taken.step.generation, StepCompletion(result=1))
+    assert not store.renew_lease("r1", "tool:x:c1", taken.step.generation, LEASE)  # not running
+
+
+def test_reclaim_takes_over_only_the_owners_own_generation(
+    store: AgentStore, thread: ThreadRecord, clock: FakeClock
+) -> None:
+    first = store.claim_step("r1", "tool:x:c1", owner="w1", lease_ms=LEASE)
+    gen = first.step.generation
+    # Someone else's live lease, or a generation that is not the current one: still busy.
+    assert store.reclaim_step("r1", "tool:x:c1", gen, owner="w2", lease_ms=LEASE).outcome == "busy"
+    assert store.reclaim_step("r1", "tool:x:c1", gen + 1, owner="w1", lease_ms=LEASE).outcome == "busy"
+    again = store.reclaim_step("r1", "tool:x:c1", gen, owner="w1", lease_ms=LEASE, max_attempts=3)
+    assert again.outcome == "claimed"
+    assert (again.step.attempt, again.step.generation, again.step.lease_owner) == (2, gen + 1, "w1")
+    assert not store.complete_step("r1", "tool:x:c1", gen, StepCompletion(result="stale"))
+    # The attempt counter still bounds it.
+    third = store.reclaim_step("r1", "tool:x:c1", gen + 1, owner="w1", lease_ms=LEASE, max_attempts=2)
+    assert third.outcome == "busy" and third.step.attempt == 2
+    assert store.complete_step("r1", "tool:x:c1", again.step.generation, StepCompletion(result="ok"))
+    done = store.reclaim_step("r1", "tool:x:c1", gen + 1, owner="w1", lease_ms=LEASE)
+    assert done.outcome == "completed" and done.step.result == "ok"

@@ -27,10 +27,10 @@ from lunora_jobs.agent import define_agent
 from lunora_jobs.models.scripted import ScriptedModel, final_turn, tool_call_turn, tool_calls_turn
 from lunora_jobs.tools import ToolContext, define_tool
 
-STEP_TIMEOUT_S = float(os.environ.get("FLEET_STEP_TIMEOUT_S", "2"))
-# A killed step's lease lapses after step_timeout_s + this margin (the engine's default is 30 s).
+# The step tasks' soft time limit (workers.time_limits): longer than any wait on the test's flags.
+# A killed step's lease lapses after LUNORA_LEASE_S (the Fleet sets 2 s; the default is 6 s).
+STEP_TIMEOUT_S = float(os.environ.get("FLEET_STEP_TIMEOUT_S", "30"))
 LEASE_MARGIN_S = float(os.environ.get("FLEET_LEASE_MARGIN_S", "0.5"))
-# A killed step's lease lapses after step_timeout_s + this margin (the engine's default is 30 s).
 @cache
 def _redis() -> redis.Redis:
     return redis.Redis.from_url(os.environ["FLEET_REDIS_URL"], decode_responses=True)

@@ -55,6 +55,8 @@ class Fleet:
             # The sweep's grace (engine default 30 s) and beat's tick, scaled down to test time.
             "LUNORA_SWEEP_GRACE_MS": "1000",
             "LUNORA_SWEEP_INTERVAL": "0.5",
+            # A killed worker's step is taken over 2 s after its last lease renewal (default 6 s).
+            "LUNORA_LEASE_S": "2",
             "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")]),
         }
         for name, value in self.env.items():
