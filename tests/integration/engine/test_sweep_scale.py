@@ -34,8 +34,8 @@ HEALTHY = 20
 LOST = 10
 KILLED = 10
 GRACE_MS = 30_000
-IDLE_TICK_QUERIES = 4
-"""lapsed_steps, quiet_runs (running), parked_runs_to_wake, queued_threads: one page each."""
+IDLE_TICK_QUERIES = 5
+"""lapsed_steps, quiet_runs (running), parked_runs_to_wake, the memory writes, queued_threads."""
 
 
 @pytest.fixture
