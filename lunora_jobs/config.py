@@ -155,6 +155,11 @@ class Settings(RagSettings):
     )
     """In the embedded default (in-process dispatcher), fire due schedules from a daemon thread of the
     app; False: call ``app.dispatch_due()`` yourself (tests driving a fake clock do)."""
+    complete_retry_s: float = Field(
+        default=30.0, ge=0, validation_alias=AliasChoices("LUNORA_COMPLETE_RETRY_S", "complete_retry_s")
+    )
+    """Seconds a step keeps retrying the write of its result across a database outage (a restart, a
+    failover) before giving the attempt up: a completed model call is recorded, not paid again."""
     lease_s: float = Field(default=6.0, gt=0, validation_alias=AliasChoices("LUNORA_LEASE_S", "lease_s"))
     """Seconds a step's claim lasts unless renewed (the worker renews it while the step runs): a
     killed worker's step is taken over about this long after the kill (see ``engine/leases.py``)."""

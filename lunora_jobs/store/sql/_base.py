@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from lunora_jobs.store._codec import Clock, wall_clock
 from lunora_jobs.store.ddl import ensure_tables
@@ -49,6 +49,9 @@ def is_retryable(exc: DBAPIError) -> bool:
 
 class SqlBase:
     """Engine, clock and helpers. Not used directly: ``SqlStore`` composes the mixins over it."""
+
+    transient_errors: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
+    """What a database outage raises (the engine retries a step's result write across it)."""
 
     single_statement_completion: bool = True
     """PostgreSQL: ``complete_step`` as one statement (``_postgres.completion``); False: the portable
