@@ -10,11 +10,12 @@ from harness_support import FakeClock, WorkerDied, weather_agent, weather_stub
 
 from lunora_jobs import ModelTurn, final_turn, tool, tool_call_turn
 from lunora_jobs.engine.dispatch import InProcessDispatcher, StepTask
+from lunora_jobs.engine.leases import LeaseKeeper
 from lunora_jobs.models.base import ToolChoice, ToolSpec
 from lunora_jobs.store.memory import InMemoryStore
 from lunora_jobs.testing import Harness, agent_harness
 
-LEASE_MS = 330_000  # step_timeout_s 300 + the 30 s margin
+LEASE_MS = 330_000  # past any lease: LUNORA_LEASE_S (6 s), at most step_timeout_s 300 + the 30 s margin
 
 
 def test_re_executing_completed_steps_returns_the_memo_and_calls_nothing() -> None:
@@ -92,11 +93,43 @@ def test_a_crashed_step_is_taken_over_once_its_lease_expires() -> None:
     step = "tool:die_once:d1"
     row = harness.store.get_step(run.id, step)
     assert (row.status, row.attempt) == ("running", 1)
-    assert harness.app.execute_step(run.id, step).status == "busy"  # the lease is still live
+    # Another worker (its keeper never held this step): the dead attempt's lease is still live.
+    own_keeper = harness.app.deps.leases
+    harness.app.deps.leases = LeaseKeeper(harness.store.renew_lease)
+    assert harness.app.execute_step(run.id, step).status == "busy"
     clock.advance(LEASE_MS + 1)
     assert harness.app.execute_step(run.id, step).status == "completed"
     row = harness.store.get_step(run.id, step)
     assert (row.status, row.attempt, row.generation) == ("completed", 2, 2)
+    assert own_keeper.ended_generation(run.id, step) == 1  # the crashed process knew it had ended
+
+
+def test_a_redelivery_where_the_attempt_raised_reclaims_at_once() -> None:
+    runs = {"n": 0}
+
+    @tool
+    def die_once(q: str) -> str:
+        """Raises out of the pipeline the first time (a database error mid-write, say)."""
+        runs["n"] += 1
+        if runs["n"] == 1:
+            raise WorkerDied()
+        return "survived"
+
+    clock = FakeClock()
+    harness = agent_harness(
+        weather_agent(tools=[die_once]),
+        script=[tool_call_turn("d1", "die_once", {"q": "x"}), final_turn("done")],
+        store=InMemoryStore(clock=clock),
+    )
+    with pytest.raises(WorkerDied):
+        harness.run(input="go", thread_key="t")
+    run = harness.store.list_runs()[0]
+    step = "tool:die_once:d1"
+    # Celery retries the task in the same process: no waiting for its own dead attempt's lease.
+    assert harness.app.execute_step(run.id, step).status == "completed"
+    row = harness.store.get_step(run.id, step)
+    assert (row.status, row.attempt, row.generation) == ("completed", 2, 2)
+    assert harness.result(run.id).status == "completed"
     assert harness.result(run.id).stopped == "final"
     assert [m.content for m in harness.messages("t") if m.role == "tool"] == ["survived"]
 
