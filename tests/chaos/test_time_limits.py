@@ -24,6 +24,7 @@ from fleet_support import Fleet
 from limits_app import LIMIT_S
 from private_redis import PrivateRedis
 
+from lunora_jobs.engine.backoff import BASE_MS
 from workers.time_limits import HARD_LIMIT_MARGIN_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -61,8 +62,9 @@ def test_a_tool_past_its_soft_limit_fails_its_attempt_and_frees_the_process(
         assert "SoftTimeLimitExceeded" in str(step.result), step.result  # the tool's error, as its result
         entered = _entered_at(fleet)
         assert len(entered) == 2, entered
-        # The second attempt started on the same (only) process right after the first hit the limit.
-        assert LIMIT_S <= entered[1] - entered[0] < LIMIT_S + 2.0, entered
+        # The second attempt started on the same (only) process after the first hit the limit: the
+        # limit, the retry's backoff (at most BASE_MS for a first retry) and a busy host's slack.
+        assert LIMIT_S <= entered[1] - entered[0] < LIMIT_S + BASE_MS / 1000 + 3.0, entered
         assert fleet.counters.get(f"{fleet.prefix}:peak") == "1"
         assert fleet.counters.get(f"{fleet.prefix}:running") == "0"
     finally:
