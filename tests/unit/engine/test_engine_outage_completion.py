@@ -44,7 +44,8 @@ def _harness(store: FlakyStore, calls: list[str], retry_s: float) -> Any:
 
     tool = define_tool(name="charge", description="Charge.", input_schema={"type": "object"}, execute=charge)
     agent = define_agent(name="pays", instructions="i", tools=[tool])
-    harness = agent_harness(agent, script=[tool_call_turn("c1", "charge", {}), final_turn("done")], store=store)
+    script = [tool_call_turn("c1", "charge", {}), final_turn("done")]
+    harness = agent_harness(agent, script=script, store=store)
     harness.app.deps.settings = Settings(complete_retry_s=retry_s)
     return harness
 
