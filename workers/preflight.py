@@ -6,7 +6,9 @@ refuses to start when
 - an agent's model needs a key that is not set: ``model="auto"`` would quietly run the deterministic
   offline model, and ``"openai:..."`` would fail at its first turn (``MissingModelKeyError``); or
 - a broker is set but no database: every worker would keep its own SQLite file
-  (``MissingDatabaseUrlError``).
+  (``MissingDatabaseUrlError``);
+- ``LUNORA_APP`` cannot be imported: the worker would take every task and fail it, leaving its runs
+  ``running`` for good.
 
 ``LUNORA_ALLOW_OFFLINE_MODEL=true`` says the offline model is intended (a staging fleet, a demo):
 the worker starts and logs a warning naming the agents at every start. The check runs in the worker's
@@ -106,9 +108,11 @@ def preflight_step(load_app: Callable[[], Any]) -> type[bootsteps.StartStopStep]
                 return
             try:
                 lunora_app = load_app()
-            except Exception:  # reported by the pool processes and every task, as before
-                log.exception("lunora: could not load LUNORA_APP for the start-up checks")
-                return
+            except Exception as exc:  # a worker that takes tasks only to fail them all must not start
+                log.critical("lunora: cannot load LUNORA_APP=%r: %s: %s. Fix the import path "
+                             "(module:attribute) or the error it raises; the worker does not start.",
+                             settings.app, type(exc).__name__, exc)
+                raise SystemExit(EX_CONFIG) from exc
             try:
                 offline = check_production_settings(lunora_app, settings)
             except ConfigurationError as exc:

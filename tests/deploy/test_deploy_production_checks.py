@@ -102,6 +102,21 @@ def test_a_worker_without_a_model_key_refuses_to_start_with_one_line(pg_url: str
 
 @pytest.mark.integration
 @pytest.mark.slow
+def test_a_worker_whose_app_cannot_be_imported_exits_non_zero_at_startup(pg_url: str) -> None:
+    worker = _worker(pg_url, LUNORA_APP="no_such_module_anywhere:app", LUNORA_ALLOW_OFFLINE_MODEL="true")
+    try:
+        with pytest.raises(RuntimeError, match="worker exited with"):
+            worker.start(timeout=90)
+        assert worker.proc is not None and worker.proc.returncode == EX_CONFIG, worker.log()
+        lines = [line for line in worker.log().splitlines() if "CRITICAL" in line]
+        assert len(lines) == 1, worker.log()
+        assert "cannot load LUNORA_APP='no_such_module_anywhere:app'" in lines[0], worker.log()
+    finally:
+        worker.stop()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
 def test_the_opt_in_starts_the_worker_and_says_so_loudly(pg_url: str) -> None:
     worker = _worker(pg_url, LUNORA_ALLOW_OFFLINE_MODEL="true")
     try:
