@@ -23,6 +23,11 @@ class StepExhaustedError(LunoraError):
     """A step was attempted ``max_attempts`` times without finishing; the run is failed with it."""
 
 
+class AgentChangedError(LunoraError):
+    """A deploy changed an agent mid-run so that the run cannot finish on the shape it started with
+    (a tool it started with is gone or changed); the run fails with it. Start the run again."""
+
+
 class LeaseLostError(LunoraError):
     """A step's lease was taken over (its fencing generation moved on); the result was not applied."""
 

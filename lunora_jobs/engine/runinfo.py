@@ -25,6 +25,10 @@ class RunInfo:
     trace: dict[str, str] | None = None
     """The trace-context carrier the agent's ``telemetry=`` returned at run start (every step of the
     run is parented on it, whichever worker runs it), else None."""
+    version: str | None = None
+    """The agent's version at run start (``engine/shape.py``); None for runs recorded without it."""
+    tools: dict[str, str] | None = None
+    """Each tool's digest at run start: what a later deploy of the agent is compared with."""
 
     def to_json(self) -> dict[str, Any]:
         """The stored form (``trace`` only when there is one)."""
@@ -34,6 +38,8 @@ class RunInfo:
         }
         if self.trace:
             data["trace"] = self.trace
+        if self.version is not None:
+            data["version"], data["tools"] = self.version, self.tools or {}
         return data
 
 
@@ -42,9 +48,10 @@ def run_info(run: RunRecord) -> RunInfo:
     data = run.input
     if isinstance(data, dict) and "thread_key" in data:
         key = str(data["thread_key"])
-        trace = data.get("trace")
+        trace, tools = data.get("trace"), data.get("tools")
         return RunInfo(data.get("input"), key, data.get("instructions"), data.get("title"),
-                       trace if isinstance(trace, dict) else None)
+                       trace if isinstance(trace, dict) else None, data.get("version"),
+                       tools if isinstance(tools, dict) else None)
     return RunInfo(data, run.thread_id, None)
 
 

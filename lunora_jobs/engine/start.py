@@ -20,6 +20,7 @@ from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.handover import open_run, promote_next
 from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.runinfo import RunInfo, run_info
+from lunora_jobs.engine.shape import agent_shape
 from lunora_jobs.store.records import NewRun
 from lunora_jobs.telemetry.base import RunStart, start_trace
 
@@ -74,7 +75,8 @@ def start_run(
             trace = start_trace(agent.telemetry, RunStart(
                 run_id, agent.name, key, owner, input if agent.telemetry.record_inputs else None
             ))
-        info = RunInfo(input, key, instructions, title, trace)
+        shape = agent_shape(agent)  # what a deploy mid-run is compared with (engine/shape.py)
+        info = RunInfo(input, key, instructions, title, trace, shape.version, shape.tools)
         run = store.create_run(NewRun(
             run_id, thread.id, agent.name, info.to_json(), owner=owner, status="running" if owns else "queued"
         ))

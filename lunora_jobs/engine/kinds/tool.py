@@ -29,6 +29,8 @@ from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.fused import read_run, read_run_and_claim_tool
 from lunora_jobs.engine.kinds.base import ALL_ROWS, After, ReplanTurn, StepKind, StepState, Work
 from lunora_jobs.engine.memo import LocatedCall, TurnResult, fan_in_names, locate_call
+from lunora_jobs.engine.runinfo import run_info
+from lunora_jobs.engine.shape import check_tool
 from lunora_jobs.engine.steps import (
     TOOL_PREFIX,
     StepName,
@@ -41,7 +43,7 @@ from lunora_jobs.engine.steps import (
 )
 from lunora_jobs.engine.toolmemo import jsonable
 from lunora_jobs.engine.toolrun import execute_tool
-from lunora_jobs.errors import ProposalScopeError, ToolError
+from lunora_jobs.errors import AgentChangedError, ProposalScopeError, ToolError
 from lunora_jobs.models.messages import tool_message
 from lunora_jobs.store.base import AgentStore
 from lunora_jobs.store.records import NewMessage, RunRecord, StepCompletion, StepRecord
@@ -114,6 +116,8 @@ class ToolStep(StepKind):
         assert run is not None and agent is not None and isinstance(subject, ToolCallSubject)
         if subject.rejection is not None:
             return self._done(run, agent, subject.located, subject.rejection, is_error=True)
+        info = run_info(run)  # a deploy mid-run that changed this tool fails the run (engine/shape.py)
+        check_tool(agent, info.version, info.tools, subject.located.call.name, state.step)
         if subject.located.proposed:  # independent mode: file a proposal, the run goes on
             try:
                 proposed = propose(deps, run, agent, subject.located)
@@ -127,8 +131,15 @@ class ToolStep(StepKind):
             return self._done(run, agent, subject.located, f"Error: {exc}", is_error=True)
         return self._done(run, agent, subject.located, output)
 
+    def fatal(self, exc: Exception) -> bool:
+        """A deploy that changed this tool mid-run fails the run (``engine/shape.py``)."""
+        return isinstance(exc, AgentChangedError)
+
     def give_up(self, deps: EngineDeps, state: StepState, error: str) -> Work | None:
-        """Out of attempts: the model sees the error as the call's result, and the run goes on."""
+        """Out of attempts: the model sees the error as the call's result, and the run goes on —
+        except after an incompatible deploy, which fails the run."""
+        if error.startswith(f"{AgentChangedError.__name__}:"):
+            return None
         run, agent, subject, claim = state.run, state.agent, state.subject, state.claim
         assert run is not None and agent is not None and claim is not None
         assert isinstance(subject, ToolCallSubject)

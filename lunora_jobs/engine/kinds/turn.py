@@ -34,6 +34,7 @@ from lunora_jobs.engine.kinds.base import (
 from lunora_jobs.engine.memo import TurnResult
 from lunora_jobs.engine.prompt import prepare_prompt, replace_system
 from lunora_jobs.engine.runinfo import run_info, run_result_json
+from lunora_jobs.engine.shape import recorded_tools
 from lunora_jobs.engine.steps import (
     TURN_PREFIX,
     StepName,
@@ -43,7 +44,7 @@ from lunora_jobs.engine.steps import (
     turn_number,
     turn_step,
 )
-from lunora_jobs.errors import ConfigurationError, ModelResponseError, ToolInputError
+from lunora_jobs.errors import AgentChangedError, ConfigurationError, ModelResponseError, ToolInputError
 from lunora_jobs.loop import PrepareStepArgs, PrepareStepResult, RepairArgs
 from lunora_jobs.memory.inject import with_memory
 from lunora_jobs.models.base import Model, ModelTurn, ToolCall, ToolChoice, ToolSpec, Usage
@@ -127,8 +128,8 @@ class TurnStep(StepKind):
         return Work(completion, ReplanTurn(number, result, "recover", rows), NO_ROWS)
 
     def fatal(self, exc: Exception) -> bool:
-        """A configuration error (no such model, no key) fails the run at once."""
-        return isinstance(exc, ConfigurationError)
+        """A configuration error (no such model, no key) or an incompatible deploy fails the run at once."""
+        return isinstance(exc, ConfigurationError | AgentChangedError)
 
     def replan(self, deps: EngineDeps, state: StepState) -> After | None:
         """A completed turn delivered again: dispatch its calls again if they were lost."""
@@ -180,6 +181,10 @@ def run_turn(
             messages = replace_system(messages, with_memory(override.system, agent.memories, recorded) or "")
         tool_choice = override.tool_choice if override.tool_choice is not None else tool_choice
         active = override.active_tools if override.active_tools is not None else active
+    # A deploy mid-run: offer only the tools the run started with, or fail if one of them changed.
+    kept = recorded_tools(agent, info.version, info.tools, turn_step(number))
+    if kept is not None:
+        active = kept if active is None else [name for name in active if name in kept]
     output_schema = agent.output.json_schema if agent.output is not None else None
     turn = call_model(model, messages, agent.tool_specs(active), tool_choice, output_schema, deltas)
     if turn.model is None:
