@@ -8,7 +8,6 @@ row's ``updated_at``.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,16 +25,10 @@ class SqlInboundLedger:
     """``InboundLedger`` over ``store.engine``; creates its table with the store's other tables
     unless the store was built with ``auto_create_tables=False`` (then ``lunora db upgrade``)."""
 
-    _ready: set[int] = set()
-    _ready_lock = threading.Lock()
-
     def __init__(self, store: SqlStore) -> None:
         self.engine = store.engine.execution_options(isolation_level="AUTOCOMMIT")
-        marker = id(store.engine)
-        if store.auto_create_tables and marker not in self._ready:
-            with self._ready_lock:
-                store.ensure_tables()
-                self._ready.add(marker)
+        if store.auto_create_tables:  # once per store: ``ledger_for`` keeps one ledger per store
+            store.ensure_tables()
 
     def claim(self, key: str, *, channel: str, agent: str, run_id: str, reply: dict[str, Any] | None,
               now: int) -> Claim:
