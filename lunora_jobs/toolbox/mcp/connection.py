@@ -12,6 +12,7 @@ import asyncio
 import atexit
 import contextlib
 import os
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
@@ -133,10 +134,11 @@ class McpConnection:
 
 def _target(mcp: Any, server: McpServer) -> Any:
     if server.transport == "stdio":
-        return mcp.StdioServerParameters(
+        params = mcp.StdioServerParameters(
             command=server.command, args=list(server.args), env=dict(server.env) if server.env else None,
             cwd=server.cwd,
         )
+        return mcp.stdio_client(params, errlog=_errlog())
     if not server.headers:
         return server.url
     import httpx2
@@ -144,6 +146,19 @@ def _target(mcp: Any, server: McpServer) -> Any:
 
     http = httpx2.AsyncClient(headers=dict(server.headers), timeout=server.timeout_s)
     return streamable_http_client(server.url, http_client=http)
+
+
+def _errlog() -> Any:
+    """Where a stdio server's stderr goes: this process's stderr when it is a real file. A Celery
+    worker replaces ``sys.stderr`` with a logging proxy that has no file descriptor to hand down."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    return open(os.devnull, "w")  # kept open: every server of the process writes there
 
 
 async def _awaited(awaitable: Awaitable[T]) -> T:
