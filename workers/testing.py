@@ -26,12 +26,14 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
+
+from lunora_jobs._child_process import LoggedChildProcess
 
 READY_FILE_ENV = "LUNORA_WORKER_READY_FILE"
 
 
-class WorkerProcess:
+class WorkerProcess(LoggedChildProcess):
     """One ``celery worker`` subprocess (prefork pool) consuming ``queue``.
 
     ``app_module`` is Celery's ``-A`` (a module exposing a Celery app configured like ``workers``).
@@ -117,38 +119,10 @@ class WorkerProcess:
 
     def stop(self, timeout: float = 15.0) -> None:
         """Warm shutdown (SIGTERM), falling back to SIGKILL of the group after ``timeout``."""
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.pid, signal.SIGTERM)
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-            except ProcessLookupError:
-                pass
-        # Pool children left behind by a dead parent would keep consuming nothing but CPU.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pid, signal.SIGKILL)
-        self._close_log()
-
-    def log(self) -> str:
-        """The worker's combined output so far."""
-        try:
-            return self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def _close_log(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        super().stop(timeout)
 
     def __enter__(self) -> WorkerProcess:
         return self.start() if self.proc is None else self
-
-    def __exit__(self, *_: Any) -> None:
-        self.stop()
 
 
 class BeatProcess(WorkerProcess):

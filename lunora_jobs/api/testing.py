@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +22,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
+
+from lunora_jobs._child_process import LoggedChildProcess
 
 
 def free_port() -> int:
@@ -54,7 +55,7 @@ def serve_in_thread(asgi_app: Any, timeout: float = 30.0) -> Iterator[str]:
         thread.join(timeout=10)
 
 
-class ApiProcess:
+class ApiProcess(LoggedChildProcess):
     """``lunora api`` in its own process group on 127.0.0.1 and a free port."""
 
     def __init__(self, env: Mapping[str, str], *, workers: int = 1, extra_args: Sequence[str] = ()) -> None:
@@ -100,37 +101,5 @@ class ApiProcess:
                 raise RuntimeError(f"lunora api exited with {self.proc.returncode}:\n{self.log()}")
         raise RuntimeError(f"lunora api could not bind a port:\n{self.log()}")
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM the process group, SIGKILL after ``timeout``."""
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self._close_log()
-
-    def log(self) -> str:
-        """The process's output so far."""
-        try:
-            return self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def _close_log(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
     def __enter__(self) -> ApiProcess:
         return self.start() if self.proc is None else self
-
-    def __exit__(self, *_: Any) -> None:
-        self.stop()
