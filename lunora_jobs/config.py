@@ -150,6 +150,19 @@ class Settings(RagSettings):
     )
     """Seconds between claims of due schedules (beat's ``lunora.dispatch_due``, the embedded ticker):
     a delayed run or cron fire starts within one tick of its time."""
+    retention_days: float | None = Field(
+        default=None, gt=0, validation_alias=AliasChoices("LUNORA_RETENTION_DAYS", "retention_days")
+    )
+    """Delete finished runs' step-ledger rows older than this many days (beat's ``lunora.retention``);
+    unset (the default): keep them forever."""
+    retention_batch: int = Field(
+        default=1000, gt=0, validation_alias=AliasChoices("LUNORA_RETENTION_BATCH", "retention_batch")
+    )
+    """Ledger rows deleted per statement by the retention pass (at most 10 batches per tick)."""
+    retention_tick: float = Field(
+        default=300.0, gt=0, validation_alias=AliasChoices("LUNORA_RETENTION_TICK", "retention_tick")
+    )
+    """Seconds between beat's retention passes (only scheduled when ``LUNORA_RETENTION_DAYS`` is set)."""
     scheduler_thread: bool = Field(
         default=True, validation_alias=AliasChoices("LUNORA_SCHEDULER_THREAD", "scheduler_thread")
     )

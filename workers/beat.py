@@ -49,9 +49,14 @@ def _tick(task: str, every: float) -> dict[str, Any]:
 
 
 def beat_schedule(interval: float | None = None) -> dict[str, dict[str, Any]]:
-    """The fixed entry: the sweep, every ``interval`` seconds (env ``LUNORA_SWEEP_INTERVAL``)."""
+    """The fixed entries: the sweep, every ``interval`` seconds (env ``LUNORA_SWEEP_INTERVAL``), and the
+    retention pass every ``LUNORA_RETENTION_TICK`` seconds when ``LUNORA_RETENTION_DAYS`` is set."""
     every = interval if interval is not None else sweep_interval_s()
-    return {"lunora-sweep": _tick("lunora.sweep", every)}
+    entries = {"lunora-sweep": _tick("lunora.sweep", every)}
+    settings = Settings()
+    if settings.retention_days is not None:  # off by default: no tick at all
+        entries["lunora-retention"] = _tick("lunora.retention", settings.retention_tick)
+    return entries
 
 
 def scheduler_tick_s() -> float:

@@ -16,6 +16,8 @@ Tasks (all routed to ``LUNORA_QUEUE``):
 - ``lunora.proposals``: ``app.work_proposals()`` — expire overdue action proposals and execute the
   approved ones (sent after an approval; beat's ``lunora.proposals_tick`` is the same work, and also
   recovers the proposal of a worker killed mid-execution).
+- ``lunora.retention``: ``app.purge_ledger()`` — delete finished runs' step-ledger rows older than
+  ``LUNORA_RETENTION_DAYS`` in bounded batches (beat's ``lunora-retention`` entry, only when set).
 """
 
 from __future__ import annotations
@@ -115,6 +117,18 @@ def _proposals(proposal_id: str | None = None, step: str | None = None) -> int:
     return len(report.executed)
 
 
+def _retention() -> int:
+    """The retention pass (``LUNORA_RETENTION_DAYS``): delete finished runs' old step-ledger rows in
+    bounded batches; returns how many rows went. A no-op while retention is off."""
+    purge = getattr(get_app(), "purge_ledger", None)
+    report = purge() if callable(purge) else None
+    deleted = int(getattr(report, "deleted", 0) or 0)
+    if deleted:
+        more = getattr(report, "more", False)
+        log.info("lunora retention: deleted %d ledger rows (more left: %s)", deleted, more)
+    return deleted
+
+
 def _start_run(agent: str, input: Any = None, thread_key: str | None = None, owner: str | None = None) -> str:
     """Start a run of agent ``agent`` now. Returns the run id."""
     client = getattr(get_app().agents, agent)
@@ -129,6 +143,7 @@ other_step = celery.task(_other_step, name="lunora.step", **_RETRY)
 # Beat's ticks send no task events: every 5 s they would bury the steps in Flower's task list.
 sweep = celery.task(_sweep, name="lunora.sweep", send_events=False, **_RETRY)
 dispatch_due = celery.task(_dispatch_due, name="lunora.dispatch_due", send_events=False, **_RETRY)
+retention = celery.task(_retention, name="lunora.retention", send_events=False, **_RETRY)
 start_run = celery.task(_start_run, name="lunora.start_run", **_RETRY)
 proposals = celery.task(_proposals, name="lunora.proposals", **_RETRY)
 proposals_tick = celery.task(_proposals, name="lunora.proposals_tick", send_events=False, **_RETRY)

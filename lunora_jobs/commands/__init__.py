@@ -15,7 +15,8 @@ import importlib
 import typer
 
 GROUPS: tuple[str, ...] = (
-    "run", "runs", "approve", "schedules", "generate", "db", "doctor", "services", "rag", "pricing",
+    "run", "runs", "approve", "schedules", "threads", "generate", "db", "doctor", "services", "rag",
+    "pricing",
 )
 """Registered in this order (``lunora --help`` lists commands as registered)."""
 

@@ -37,6 +37,7 @@ from lunora_jobs.runtime.proposals_api import AuthorizeAction, ProposalsAPI, own
 from lunora_jobs.runtime.telemetry_hooks import TelemetryHooks
 from lunora_jobs.runtime.threads_api import ThreadsAPI
 from lunora_jobs.scheduling import CronEntry, DueReport, Scheduler
+from lunora_jobs.scheduling.retention import RetentionReport, purge_ledger
 from lunora_jobs.store.base import AgentStore
 from lunora_jobs.telemetry.steplog import StepLogHooks
 
@@ -212,6 +213,15 @@ class Lunora:
     def dispatch_due(self) -> DueReport:
         """Start the delayed runs and cron fires that came due — what beat's tick task calls."""
         return self.scheduler.dispatch_due()
+
+    def purge_ledger(self, *, max_batches: int = 10) -> RetentionReport:
+        """The retention pass (``LUNORA_RETENTION_DAYS``, ``LUNORA_RETENTION_BATCH``) — what beat's
+        ``lunora.retention`` calls; a no-op report when retention is off."""
+        days = self.settings.retention_days
+        if days is None:
+            return RetentionReport(0, 0, more=False)
+        return purge_ledger(self.store, days=days, batch=self.settings.retention_batch,
+                            now_ms=self.deps.now(), max_batches=max_batches)
 
     def close(self) -> None:
         """Stop the scheduler's ticker and release pooled database connections (the app is unusable

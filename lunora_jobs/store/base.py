@@ -278,3 +278,12 @@ class AgentStore(Protocol):
 
     def usage_by_model(self, run_ids: Sequence[str]) -> list[ModelUsage]:
         """Token usage of each of ``run_ids`` per model, from the usage ledger (one grouped read)."""
+
+    def erase_thread(self, key: str) -> dict[str, int] | None:
+        """Delete the thread ``key`` and every row of it in every agent table (messages, runs, the step
+        ledger, tool calls, proposals, usage, the run queue, inbound dedupe rows, episodes, delayed runs
+        naming it); rows deleted per table, or None when there is no such thread."""
+
+    def purge_ledger(self, before_ms: int, limit: int, statuses: Collection[str]) -> int:
+        """Delete at most ``limit`` step-ledger rows of runs in ``statuses`` (and the rows themselves)
+        last updated before ``before_ms``; the number deleted (less than ``limit``: nothing older left)."""

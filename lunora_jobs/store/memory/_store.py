@@ -34,6 +34,7 @@ from lunora_jobs.store.memory._console import MemoryConsoleMixin
 from lunora_jobs.store.memory._ledger import MemoryLedgerMixin
 from lunora_jobs.store.memory._pricing import MemoryPricingMixin
 from lunora_jobs.store.memory._proposals import InMemoryProposalStore
+from lunora_jobs.store.memory._retention import MemoryRetentionMixin
 from lunora_jobs.store.memory._run_queue import MemoryRunQueueMixin
 from lunora_jobs.store.memory._schedules import MemorySchedulesMixin
 from lunora_jobs.store.memory._sweep import MemorySweepMixin
@@ -56,7 +57,7 @@ def copy(value: Any) -> Any:
 
 class InMemoryStore(
     MemoryLedgerMixin, MemoryToolCallsMixin, MemorySchedulesMixin, MemoryRunQueueMixin, MemoryPricingMixin,
-    InMemoryProposalStore, MemoryConsoleMixin, MemorySweepMixin,
+    InMemoryProposalStore, MemoryConsoleMixin, MemorySweepMixin, MemoryRetentionMixin,
 ):
     """The ``AgentStore`` in process memory. ``clock`` returns epoch-ms (defaults to the wall clock)."""
 

@@ -9,7 +9,7 @@ Example::
 Tables are created on first use (``auto_create_tables=True``, the default); pass ``False`` when only
 migrations (``lunora db upgrade``) may touch the schema. Each concern is a mixin in its own module
 (threads, messages, runs, steps, usage, tool calls, schedules, the run queue, fused hot-path calls,
-action proposals, the console's reads, model prices) over ``SqlBase``'s transactions.
+action proposals, the console's reads, model prices, retention) over ``SqlBase``'s transactions.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from lunora_jobs.store.sql._engine import create_engine
 from lunora_jobs.store.sql._fused_calls import SqlFusedCallsMixin
 from lunora_jobs.store.sql._pricing import SqlPricingMixin
 from lunora_jobs.store.sql._proposals.store import SqlProposalStore
+from lunora_jobs.store.sql._retention import SqlRetentionMixin
 from lunora_jobs.store.sql._run_queue import SqlRunQueueMixin
 from lunora_jobs.store.sql._runs import SqlRunsMixin
 from lunora_jobs.store.sql._schedules import SqlSchedulesMixin
@@ -35,6 +36,7 @@ from lunora_jobs.store.sql._usage import SqlUsageMixin
 class SqlStore(
     SqlThreadsMixin, SqlFusedCallsMixin, SqlStepsMixin, SqlRunsMixin, SqlUsageMixin, SqlToolCallsMixin,
     SqlSchedulesMixin, SqlProposalStore, SqlRunQueueMixin, SqlConsoleMixin, SqlPricingMixin, SqlSweepMixin,
+    SqlRetentionMixin,
 ):
     """The ``AgentStore`` over SQL. Thread-safe; share one per process.
 
