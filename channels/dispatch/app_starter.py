@@ -49,7 +49,7 @@ class AppRunStarter:
         try:
             self.app.agents[run.agent].run(
                 input=run.input, thread_key=run.thread_key, owner=run.owner, title=run.title,
-                run_id=claim.run_id,
+                run_id=claim.run_id, tenant=run.tenant,
             )
         except BaseException:
             self.ledger.release(key)

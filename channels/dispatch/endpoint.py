@@ -98,6 +98,7 @@ class ChannelEndpoint:
             agent=binding.agent, dedupe_key=event.dedupe_key, input=request.input, owner=owner,
             thread_key=request.thread_key or event.default_thread_key(), title=request.title,
             reply=event.reply if binding.options.reply else None,
+            tenant=f"{event.identity.channel}:{event.identity.tenant}",
         )
         try:
             result = await run_in_threadpool(self.starter.start, run)

@@ -23,6 +23,9 @@ class InboundRun:
     thread_key: str
     title: str | None = None
     reply: ReplyTarget | None = None
+    tenant: str | None = None
+    """``<channel>:<tenant>`` of the verified identity (Slack team, GitHub installation, Discord guild):
+    recorded on the run and its usage, what governance groups and budgets by."""
 
 
 @dataclass(frozen=True, slots=True)

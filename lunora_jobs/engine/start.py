@@ -45,6 +45,7 @@ def input_text(value: Any) -> str:
 def start_run(
     deps: EngineDeps, agent: AgentDefinition, *, input: Any, thread_key: str | None = None,
     owner: str | None = None, title: str | None = None, run_id: str | None = None,
+    tenant: str | None = None,
 ) -> RunHandle:
     """Create the run on its thread and dispatch its first step — or queue it.
 
@@ -53,7 +54,8 @@ def start_run(
     ``"queue"`` stores this run as ``queued``; it starts when the runs ahead of it have ended.
     Starting again with the ``run_id`` of an existing run is a replay, never a concurrent run: it
     returns that run's handle and starts nothing. ``ConflictError`` too when the thread belongs to
-    another owner (owners are immutable).
+    another owner (owners are immutable). ``tenant``: the verified tenant the run acts for, recorded
+    on the run and its usage rows (what governance groups and budgets by).
     """
     store = deps.store
     if run_id is not None:
@@ -78,7 +80,8 @@ def start_run(
         shape = agent_shape(agent)  # what a deploy mid-run is compared with (engine/shape.py)
         info = RunInfo(input, key, instructions, title, trace, shape.version, shape.tools)
         run = store.create_run(NewRun(
-            run_id, thread.id, agent.name, info.to_json(), owner=owner, status="running" if owns else "queued"
+            run_id, thread.id, agent.name, info.to_json(), owner=owner, tenant=tenant,
+            status="running" if owns else "queued",
         ))
         if owns:
             open_run(deps, run)

@@ -32,6 +32,7 @@ from lunora_jobs.models.base import Model
 from lunora_jobs.pricing import PricingStore
 from lunora_jobs.runtime.agents_client import AgentsNamespace
 from lunora_jobs.runtime.approvals_api import ApprovalsAPI
+from lunora_jobs.runtime.governance_api import GovernanceAPI
 from lunora_jobs.runtime.project_path import ensure_cwd_on_path
 from lunora_jobs.runtime.proposals_api import AuthorizeAction, ProposalsAPI, owner_only
 from lunora_jobs.runtime.telemetry_hooks import TelemetryHooks
@@ -144,6 +145,8 @@ class Lunora:
         self.scheduler.register(crons)
         self.proposals = ProposalsAPI(self.deps, authorize_action)
         """Action proposals of independent-mode agents: ``list``, ``get``, ``decide``."""
+        self.governance = GovernanceAPI(self.store, self.deps.now)
+        """Usage and estimated cost per actor, tenant, agent, model or UTC day: ``usage(...)``."""
 
     def _run_task(self, task: StepTask) -> None:
         if task.kind == PROPOSAL_ROUTE:

@@ -76,6 +76,8 @@ class NewRun:
     input: JSON
     owner: str | None = None
     status: str = "running"
+    tenant: str | None = None
+    """The verified tenant the run acts for (None: the app has no tenants)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,8 @@ class RunRecord:
     output_tokens: int
     created_at: int
     updated_at: int
+    tenant: str | None = None
+    """The tenant the run acts for (``run(tenant=...)``), recorded on its usage rows too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +155,8 @@ class UsageEntry:
     created_at: int | None = None
     cost_source: str | None = None
     """"provider" | "estimate" | "none"; the store fills it (and an estimated ``cost_usd``) on write."""
+    tenant: str | None = None
+    agent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,6 +112,7 @@ runs = sa.Table(
     sa.Column("thread_id", sa.String(ID), nullable=False),
     sa.Column("agent", sa.String(IDENTITY), nullable=False),
     sa.Column("owner", sa.String(IDENTITY)),
+    sa.Column("tenant", sa.String(IDENTITY)),
     sa.Column("status", sa.String(32), nullable=False),
     sa.Column("input", Payload),
     sa.Column("result", Payload),
@@ -130,6 +131,7 @@ runs = sa.Table(
     index("agent_runs", "owner", "created_at", "id"),
     index("agent_runs", "status", "created_at", "id"),
     index("agent_runs", "agent", "created_at", "id"),
+    index("agent_runs", "tenant", "created_at", "id"),
     **MYSQL_OPTIONS,
 )
 
@@ -177,6 +179,9 @@ token_usage = sa.Table(
     metadata,
     sa.Column("id", AutoId, primary_key=True, autoincrement=True),
     sa.Column("actor", sa.String(IDENTITY)),
+    # Governance's dimensions besides actor and model (``lunora_jobs.governance``; revision 0007).
+    sa.Column("tenant", sa.String(IDENTITY)),
+    sa.Column("agent", sa.String(IDENTITY)),
     sa.Column("model", sa.String(IDENTITY)),
     sa.Column("thread_id", sa.String(ID)),
     sa.Column("run_id", sa.String(ID)),
@@ -195,6 +200,9 @@ token_usage = sa.Table(
     index("agent_token_usage", "thread_id"),
     index("agent_token_usage", "created_at"),
     index("agent_token_usage", "run_id"),
+    index("agent_token_usage", "tenant", "created_at"),
+    index("agent_token_usage", "agent", "created_at"),
+    index("agent_token_usage", "model", "created_at"),
     **MYSQL_OPTIONS,
 )
 

@@ -51,7 +51,7 @@ def run_scope(run: RunRecord) -> ProposalScope:
             f"run {run.id} of agent {run.agent!r} has no owner, so an action it proposes could be "
             "decided by anyone; start runs of independent-mode agents with owner=<the verified caller>."
         )
-    return ProposalScope(tenant_ref=None, actor_ref=run.owner, thread_id=run.thread_id)
+    return ProposalScope(tenant_ref=run.tenant, actor_ref=run.owner, thread_id=run.thread_id)
 
 
 def propose(deps: EngineDeps, run: RunRecord, agent: AgentDefinition, located: LocatedCall) -> Proposed:

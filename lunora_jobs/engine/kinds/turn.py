@@ -298,7 +298,8 @@ def turn_completion(
 
 def _usage_entry(run: RunRecord, number: int, model: str | None, usage: Usage) -> UsageEntry:
     return UsageEntry(
-        actor=run.owner, model=model, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+        actor=run.owner, tenant=run.tenant, agent=run.agent, model=model, input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens,
         thread_id=run.thread_id, run_id=run.id, step=turn_step(number), cost_usd=usage.cost_usd,
     )

@@ -57,7 +57,8 @@ class MemoryLedgerMixin:
     # -- runs -------------------------------------------------------------------------------
     def create_run(self, run: NewRun) -> RunRecord:
         """Insert a run; idempotent on ``run.id``."""
-        for field, value in (("run id", run.id), ("owner", run.owner), ("agent", run.agent)):
+        for field, value in (("run id", run.id), ("owner", run.owner), ("tenant", run.tenant),
+                             ("agent", run.agent)):
             check_identity(field, value)
         with self._lock:
             if run.id in self._runs:
@@ -80,6 +81,7 @@ class MemoryLedgerMixin:
                 0,
                 now,
                 now,
+                run.tenant,
             )
             self._runs[run.id] = record
             return record
@@ -231,8 +233,9 @@ class MemoryLedgerMixin:
 
     # -- usage ------------------------------------------------------------------------------
     def _record(self, entry: UsageEntry, now: int, thread_id: str | None = None) -> None:
-        check_identity("actor", entry.actor)
-        check_identity("model", entry.model)
+        for name, value in (("actor", entry.actor), ("tenant", entry.tenant), ("agent", entry.agent),
+                            ("model", entry.model)):
+            check_identity(name, value)
         created = entry.created_at if entry.created_at is not None else now
         entry = self._costed(replace(entry, created_at=created, thread_id=entry.thread_id or thread_id), now)
         self._usage.append(entry)

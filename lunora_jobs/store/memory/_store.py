@@ -31,6 +31,7 @@ from lunora_jobs.store._codec import (
 )
 from lunora_jobs.store._rules import owner_conflict, unique_by_key
 from lunora_jobs.store.memory._console import MemoryConsoleMixin
+from lunora_jobs.store.memory._governance import MemoryGovernanceMixin
 from lunora_jobs.store.memory._ledger import MemoryLedgerMixin
 from lunora_jobs.store.memory._pricing import MemoryPricingMixin
 from lunora_jobs.store.memory._proposals import InMemoryProposalStore
@@ -58,6 +59,7 @@ def copy(value: Any) -> Any:
 class InMemoryStore(
     MemoryLedgerMixin, MemoryToolCallsMixin, MemorySchedulesMixin, MemoryRunQueueMixin, MemoryPricingMixin,
     InMemoryProposalStore, MemoryConsoleMixin, MemorySweepMixin, MemoryRetentionMixin,
+    MemoryGovernanceMixin,
 ):
     """The ``AgentStore`` in process memory. ``clock`` returns epoch-ms (defaults to the wall clock)."""
 

@@ -75,6 +75,7 @@ def run_record(row: Any) -> RunRecord:
         output_tokens=int(m["output_tokens"]),
         created_at=int(m["created_at"]),
         updated_at=int(m["updated_at"]),
+        tenant=m.get("tenant"),
     )
 
 
@@ -140,10 +141,13 @@ def schedule_record(row: Any) -> ScheduleRecord:
 
 def usage_row(entry: UsageEntry, now: int, thread_id: str | None = None) -> dict[str, Any]:
     """A token-usage ledger row (``thread_id`` fills in a missing one)."""
-    check_identity("actor", entry.actor)
-    check_identity("model", entry.model)
+    for name, value in (("actor", entry.actor), ("tenant", entry.tenant), ("agent", entry.agent),
+                        ("model", entry.model)):
+        check_identity(name, value)
     return {
         "actor": entry.actor,
+        "tenant": entry.tenant,
+        "agent": entry.agent,
         "model": entry.model,
         "thread_id": entry.thread_id or thread_id,
         "run_id": entry.run_id,

@@ -76,6 +76,7 @@ class SqlRunsMixin(SqlBase):
         """Insert a run; idempotent on ``run.id`` (returns the existing one)."""
         check_identity("run id", run.id)
         check_identity("owner", run.owner)
+        check_identity("tenant", run.tenant)
         check_identity("agent", run.agent)
         now = self.clock()
         row = {
@@ -83,6 +84,7 @@ class SqlRunsMixin(SqlBase):
             "thread_id": run.thread_id,
             "agent": run.agent,
             "owner": run.owner,
+            "tenant": run.tenant,
             "status": run.status,
             "input": dump(run.input),
             "result": None,

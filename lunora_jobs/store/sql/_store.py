@@ -20,6 +20,7 @@ from lunora_jobs.store._codec import Clock
 from lunora_jobs.store.sql._console import SqlConsoleMixin
 from lunora_jobs.store.sql._engine import create_engine
 from lunora_jobs.store.sql._fused_calls import SqlFusedCallsMixin
+from lunora_jobs.store.sql._governance import SqlGovernance
 from lunora_jobs.store.sql._pricing import SqlPricingMixin
 from lunora_jobs.store.sql._proposals.store import SqlProposalStore
 from lunora_jobs.store.sql._retention import SqlRetentionMixin
@@ -36,7 +37,7 @@ from lunora_jobs.store.sql._usage import SqlUsageMixin
 class SqlStore(
     SqlThreadsMixin, SqlFusedCallsMixin, SqlStepsMixin, SqlRunsMixin, SqlUsageMixin, SqlToolCallsMixin,
     SqlSchedulesMixin, SqlProposalStore, SqlRunQueueMixin, SqlConsoleMixin, SqlPricingMixin, SqlSweepMixin,
-    SqlRetentionMixin,
+    SqlRetentionMixin, SqlGovernance,
 ):
     """The ``AgentStore`` over SQL. Thread-safe; share one per process.
 

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from lunora_jobs.cli import app as cli
-from lunora_jobs.store import NewMessage, NewRun, SqlStore, StepCompletion, create_engine, ensure_tables
+from lunora_jobs.store import NewMessage, SqlStore, StepCompletion, create_engine, ensure_tables
 from lunora_jobs.store.migrations import current, head, upgrade
 
 pytestmark = pytest.mark.integration
@@ -24,7 +24,12 @@ def _fill_at_0001(url: str) -> dict[str, int]:
     """A conversation written by the store against the 0001 schema (no run queue yet)."""
     store = SqlStore.from_url(url, auto_create_tables=False)
     thread = store.ensure_thread("t-old", owner="u7", initial_state={"step": 1})
-    store.create_run(NewRun(id="r-old", thread_id=thread.id, agent="support", input="hi", owner="u7"))
+    with store.engine.begin() as conn:  # a run as 0001 wrote it (today's store writes 0007's tenant)
+        conn.execute(sa.text(
+            "INSERT INTO agent_runs (id, thread_id, agent, owner, status, input, turns, input_tokens,"
+            " output_tokens, created_at, updated_at)"
+            " VALUES ('r-old', :thread, 'support', 'u7', 'running', '\"hi\"', 0, 0, 0, 1, 1)"
+        ), {"thread": thread.id})
     claim = store.claim_step("r-old", "llm:turn:0", owner="w", lease_ms=60_000)
     completion = StepCompletion(
         result={"turn": 0},

@@ -42,7 +42,8 @@ _MESSAGE_ARRAYS = (
     ("tool_calls", "text"), ("tool_call_id", "text"), ("name", "text"), ("metadata", "text"),
 )
 _USAGE_CASTS = {
-    "actor": "varchar", "model": "varchar", "run_id": "varchar", "step": "varchar",
+    "actor": "varchar", "tenant": "varchar", "agent": "varchar", "model": "varchar", "run_id": "varchar",
+    "step": "varchar",
     "input_tokens": "bigint", "output_tokens": "bigint", "cache_read_tokens": "bigint",
     "cache_write_tokens": "bigint", "cost_usd": "double precision", "cost_source": "varchar",
     "created_at": "bigint",
