@@ -35,8 +35,8 @@ def server() -> Iterator[ChatServer]:
 
 @pytest.fixture
 def stack_env(server: ChatServer) -> dict[str, str]:
-    # The streamer agent's lease: step_timeout_s 3 + 1 s margin, so a killed turn is retried soon.
-    return {"API_STREAM_MODEL_URL": server.base_url, "API_LEASE_MARGIN_S": "1"}
+    # A killed turn's lease lapses within LUNORA_LEASE_S (6 s by default); the sweep then retries it.
+    return {"API_STREAM_MODEL_URL": server.base_url}
 
 
 def _deltas(events: list[Event]) -> list[dict[str, Any]]:
@@ -77,34 +77,45 @@ def test_deltas_stream_while_the_turn_runs_and_the_message_replaces_them(
 def test_a_turn_killed_mid_stream_restarts_under_a_newer_generation(
     stack: ApiStack, server: ChatServer
 ) -> None:
-    server.stream_delay_s = 0.15  # ~8 s for the whole answer: the kill lands mid-stream
+    server.hold_after = 4  # the first attempt streams 3 pieces (after the role chunk), then hangs
+    server.stream_delay_s = 0.08  # apart enough that each piece is published on its own
     server.replies += [reply(content=TEXT), reply(content=TEXT)]
     first = stack.start_worker()
     api = stack.start_api()
     body = {"agent": "streamer", "input": "Tell me about recovery.", "thread_key": "t-kill"}
     run_id = stack.client(api, "alice").post("/runs", json=body).json()["id"]
-    stop = threading.Event()
-
-    def sweep() -> None:  # what beat's tick does: re-dispatch the turn once its lease expired
-        while not stop.wait(0.5):
-            stack.app.sweep(grace_ms=500)
-
-    sweeper = threading.Thread(target=sweep, daemon=True)
+    mid_stream, stop = threading.Event(), threading.Event()
     killed: list[float] = []
+    errors: list[BaseException] = []
 
-    def watch(events: list[Event]) -> bool:
-        if not killed and len(_deltas(events)) >= 3:
+    def recover() -> None:
+        try:
+            mid_stream.wait(60)
             first.kill()  # SIGKILL mid-turn: the model's stream is cut, nothing is recorded
             killed.append(time.monotonic())
-            server.stream_delay_s = 0.01
+            server.stream_delay_s = 0.0
+            server.release.set()
             stack.start_worker()
-            sweeper.start()
+            while not stop.wait(0.5):  # what beat's tick does: re-dispatch once the lease expired
+                stack.app.sweep(grace_ms=500)
+        except BaseException as exc:  # surfaced by the assertion below
+            errors.append(exc)
+
+    def watch(events: list[Event]) -> bool:
+        if len(_deltas(events)) >= 3:
+            mid_stream.set()
         return finished(run_id)(events)
 
+    helper = threading.Thread(target=recover, daemon=True)
+    helper.start()
     try:
-        events, _ = read_sse(f"{api.url}/threads/t-kill/events", stack.auth("alice"), watch, timeout=90)
+        events, _ = read_sse(f"{api.url}/threads/t-kill/events", stack.auth("alice"), watch, timeout=150)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\nrecovery errors: {errors}\n{stack.logs()}") from None
     finally:
         stop.set()
+        helper.join(timeout=30)
+    assert not errors, errors
     assert killed, "the stream never showed three deltas before the kill"
     answer = _answer_index(events, run_id)
     assert events[answer][1]["content"] == TEXT

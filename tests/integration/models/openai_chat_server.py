@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import struct
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -80,6 +81,9 @@ class ChatServer:
     stream_piece: int = 3
     stream_delay_s: float = 0.0
     """Pause after each streamed chunk (read per chunk: a test may change it mid-stream)."""
+    hold_after: int | None = None
+    """The next streamed reply stops after this many chunks until ``release`` is set (then goes on)."""
+    release: threading.Event = field(default_factory=threading.Event)
     embedding_dimensions: int = 8
     embedding_cost: float | None = None
 
@@ -171,8 +175,16 @@ def _handler(state: ChatServer) -> type[BaseHTTPRequestHandler]:
             if body.get("stream"):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 chunks = stream_chunks(state.replies.pop(0), state.stream_piece, include_usage)
-                self.send_events([*(f"data: {json.dumps(c)}\n\n" for c in chunks), "data: [DONE]\n\n"],
-                                 lambda: state.stream_delay_s)
+                hold, state.hold_after = state.hold_after, None
+                sent = [0]
+
+                def pause() -> float:
+                    sent[0] += 1
+                    if sent[0] == hold:
+                        state.release.wait(60)
+                    return state.stream_delay_s
+
+                self.send_events([*(f"data: {json.dumps(c)}\n\n" for c in chunks), "data: [DONE]\n\n"], pause)
                 return
             self._send(200, state.replies.pop(0))
 
