@@ -15,6 +15,17 @@ class ConflictError(LunoraError):
     """A thread already has a run in flight, or a decision contradicts an earlier one."""
 
 
+class OwnerRequiredError(ConflictError):
+    """A run was started without an owner on a thread that has one. Identity fails closed: pass
+    ``owner=`` (the verified owner of the thread), or ``as_system=True`` when trusted server code
+    continues the thread on its owner's behalf."""
+
+
+class RunInputError(LunoraError, ValueError):
+    """A run was started with ``input=None``. Pass the user message (a string, or any JSON-able value)
+    as ``input=``; an empty string is allowed when there is genuinely nothing to say."""
+
+
 class NotFoundError(LunoraError, LookupError):
     """No such thread / run / step — or one the caller may not see (the two are indistinguishable)."""
 

@@ -21,6 +21,7 @@ from lunora_jobs.engine.handover import open_run, promote_next
 from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.runinfo import RunInfo, run_info
 from lunora_jobs.engine.shape import agent_shape
+from lunora_jobs.errors import OwnerRequiredError, RunInputError
 from lunora_jobs.store.records import NewRun
 from lunora_jobs.telemetry.base import RunStart, start_trace
 
@@ -45,7 +46,7 @@ def input_text(value: Any) -> str:
 def start_run(
     deps: EngineDeps, agent: AgentDefinition, *, input: Any, thread_key: str | None = None,
     owner: str | None = None, title: str | None = None, run_id: str | None = None,
-    tenant: str | None = None,
+    tenant: str | None = None, as_system: bool = False,
 ) -> RunHandle:
     """Create the run on its thread and dispatch its first step — or queue it.
 
@@ -56,7 +57,15 @@ def start_run(
     returns that run's handle and starts nothing. ``ConflictError`` too when the thread belongs to
     another owner (owners are immutable). ``tenant``: the verified tenant the run acts for, recorded
     on the run and its usage rows (what governance groups and budgets by).
+    ``OwnerRequiredError`` (a ``ConflictError``) when the thread has an owner and ``owner`` is
+    None, unless ``as_system`` says trusted code acts on the owner's behalf.
+    ``RunInputError`` for ``input=None`` (it used to be stored as the message ``"null"``).
     """
+    if input is None:
+        raise RunInputError(
+            f"agent {agent.name!r}: input=None is not a run input; pass the user message as input=... "
+            "(a string or any JSON-able value)"
+        )
     store = deps.store
     if run_id is not None:
         existing = store.get_run(run_id)
@@ -67,6 +76,14 @@ def start_run(
     thread = store.ensure_thread(
         key, owner=owner, title=title, agent=agent.name, initial_state=agent.initial_state
     )
+    if thread.owner is not None and owner is None and not as_system:
+        # Checked on the thread ensure_thread returned, so a thread owned a moment ago is caught too.
+        raise OwnerRequiredError(
+            f"thread {key!r} has an owner and this run names none; pass owner=<its owner>, or "
+            "as_system=True if trusted server code continues it on the owner's behalf"
+        )
+    if as_system and owner is None:
+        owner = thread.owner  # the run is recorded as the owner's, like an admin's start through the API
     owns = admit(deps, agent, thread, run_id)
     try:
         instructions = agent.resolve_instructions(

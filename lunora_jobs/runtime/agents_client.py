@@ -38,16 +38,19 @@ class AgentClient:
     def run(
         self, input: Any = None, *, thread_key: str | None = None, owner: str | None = None,
         title: str | None = None, run_id: str | None = None, tenant: str | None = None,
+        as_system: bool = False,
     ) -> RunHandle:
         """Start (or continue, when ``thread_key`` names an existing thread) a run; returns ``{id}``.
 
         With the in-process dispatcher the run has finished when this returns; with Celery it runs
         on the workers. Raises ``ConflictError`` if the thread has a run in flight (see
-        ``on_concurrent_run``) or belongs to another owner. ``tenant``: the verified tenant the run acts
-        for (recorded on the run and its usage; governance groups by it).
+        ``on_concurrent_run``) or belongs to another owner; ``OwnerRequiredError`` when the thread
+        has an owner and ``owner`` is None, unless ``as_system=True`` (trusted code acting on the
+        owner's behalf); ``RunInputError`` for ``input=None``. ``tenant``: the verified tenant the run
+        acts for (recorded on the run and its usage; governance groups by it).
         """
         return start_run(self._deps, self.definition, input=input, thread_key=thread_key, owner=owner,
-                         title=title, run_id=run_id, tenant=tenant)
+                         title=title, run_id=run_id, tenant=tenant, as_system=as_system)
 
     def status(self, run_id: str) -> str:
         """The run's status: queued, running, awaiting_input, completed, failed or cancelled."""

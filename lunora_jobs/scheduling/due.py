@@ -130,8 +130,9 @@ class DueDispatcher:
         run_id = occurrence_run_id(row.id, due_at)
         try:
             agent = self._deps.agent(fire.agent)
+            # A schedule is declared by the app's own code (trusted), so it may continue an owned thread.
             start_run(self._deps, agent, input=fire.input, thread_key=fire.thread_key, owner=fire.owner,
-                      title=fire.title, run_id=run_id)
+                      title=fire.title, run_id=run_id, as_system=True)
         except LunoraError as exc:
             log.warning("lunora scheduler: %s (due %s) failed: %s", row.id, _iso(due_at), exc)
             finish("failed", run_id=None, error=f"{type(exc).__name__}: {exc}")
