@@ -77,7 +77,8 @@ class RunStart(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent: Key = Field(description="The registered agent's name (GET /agents).")
-    input: JsonValue = Field(description="The user message: a string (no NUL), or any JSON value.")
+    input: JsonValue = Field(description="The user message: a string (no NUL), or any JSON value but null.",
+                             json_schema_extra={"not": {"type": "null"}})
     thread_key: Key | None = Field(default=None, description="Continue this thread; omit for a new one.")
     title: Annotated[Text, Field(max_length=1000)] | None = None
 
@@ -88,7 +89,7 @@ class ThreadRunStart(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent: Key
-    input: JsonValue
+    input: JsonValue = Field(json_schema_extra={"not": {"type": "null"}})
     title: Annotated[Text, Field(max_length=1000)] | None = None
 
 

@@ -42,6 +42,8 @@ def start_run(ctx: ApiContext, who: Identity, *, agent: str, input: Any, thread_
     lunora = ctx.lunora
     if agent not in lunora.agents:
         raise ProblemError(422, "unknown-agent", f"no agent named {agent!r}; GET /agents lists them.")
+    if input is None:  # the engine refuses it too (RunInputError); here it is the caller's 422
+        raise ProblemError(422, "invalid-input", "input is null; send the user message as input.")
     owner = who.subject
     if thread_key is not None:
         existing = ctx.store.get_thread(thread_key)
