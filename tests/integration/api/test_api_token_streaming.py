@@ -80,16 +80,19 @@ def test_a_turn_killed_mid_stream_restarts_under_a_newer_generation(
     server.hold_after = 4  # the first attempt streams 3 pieces (after the role chunk), then hangs
     server.stream_delay_s = 0.08  # apart enough that each piece is published on its own
     server.replies += [reply(content=TEXT), reply(content=TEXT)]
-    first = stack.start_worker()
     api = stack.start_api()
     body = {"agent": "streamer", "input": "Tell me about recovery.", "thread_key": "t-kill"}
     run_id = stack.client(api, "alice").post("/runs", json=body).json()["id"]
-    mid_stream, stop = threading.Event(), threading.Event()
+    live, mid_stream, stop = threading.Event(), threading.Event(), threading.Event()
     killed: list[float] = []
     errors: list[BaseException] = []
 
     def recover() -> None:
         try:
+            # Deltas are transient: a worker started before the stream is live could stream all three
+            # pieces to nobody (the run waits in the queue until then).
+            live.wait(60)
+            first = stack.start_worker()
             mid_stream.wait(60)
             first.kill()  # SIGKILL mid-turn: the model's stream is cut, nothing is recorded
             killed.append(time.monotonic())
@@ -102,6 +105,7 @@ def test_a_turn_killed_mid_stream_restarts_under_a_newer_generation(
             errors.append(exc)
 
     def watch(events: list[Event]) -> bool:
+        live.set()
         if len(_deltas(events)) >= 3:
             mid_stream.set()
         return finished(run_id)(events)
