@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -107,7 +108,7 @@ class Harness:
         self.dispatches: list[dict[str, Any]] = []
         """Every ``ctx.run(path, args)`` a tool made, as ``{"path": ..., "args": ...}``, in order."""
         self._stubs = dict(functions or {})
-        self.dispatcher = dispatcher or InProcessDispatcher()
+        self.dispatcher = dispatcher or InProcessDispatcher(sleep=_backoff_sleep(store))
         self.app = Lunora(
             [agent, *extra_agents], store=store, dispatcher=self.dispatcher, lock=lock or LocalLock(),
             # No scheduler thread: a test fires due schedules itself (``harness.app.dispatch_due()``).
@@ -160,6 +161,15 @@ class Harness:
     def dispatched(self) -> list[StepTask]:
         """Every step task the engine dispatched, in order."""
         return list(self.dispatcher.dispatched)
+
+
+def _backoff_sleep(store: AgentStore) -> Callable[[float], None]:
+    """How the harness waits out a retry's backoff: on a store driven by a ``FakeClock``, by moving that
+    clock (the ledger holds the step until its ``retry_at`` on the store's clock), else for real."""
+    clock = getattr(store, "clock", None)
+    if isinstance(clock, FakeClock):
+        return lambda seconds: clock.advance(int(seconds * 1000) + 1)
+    return time.sleep
 
 
 def agent_harness(
