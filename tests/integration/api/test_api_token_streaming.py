@@ -86,6 +86,11 @@ def test_a_turn_killed_mid_stream_restarts_under_a_newer_generation(
     live, mid_stream, stop = threading.Event(), threading.Event(), threading.Event()
     killed: list[float] = []
     errors: list[BaseException] = []
+    stages: list[str] = []  # what the recovery thread reached, for a failure's message
+    dispatched: list[str] = []
+
+    def stage(what: str) -> None:
+        stages.append(f"{time.strftime('%H:%M:%S')} {what}")
 
     def recover() -> None:
         try:
@@ -93,14 +98,18 @@ def test_a_turn_killed_mid_stream_restarts_under_a_newer_generation(
             # pieces to nobody (the run waits in the queue until then).
             live.wait(60)
             first = stack.start_worker()
+            stage("first worker ready")
             mid_stream.wait(60)
             first.kill()  # SIGKILL mid-turn: the model's stream is cut, nothing is recorded
             killed.append(time.monotonic())
+            stage("first worker killed")
             server.stream_delay_s = 0.0
             server.release.set()
             stack.start_worker()
+            stage("second worker ready")
             while not stop.wait(0.5):  # what beat's tick does: re-dispatch once the lease expired
-                stack.app.sweep(grace_ms=500)
+                report = stack.app.sweep(grace_ms=500)
+                dispatched.extend(f"{time.strftime('%H:%M:%S')} {t}" for t in report.dispatched)
         except BaseException as exc:  # surfaced by the assertion below
             errors.append(exc)
 
@@ -115,7 +124,14 @@ def test_a_turn_killed_mid_stream_restarts_under_a_newer_generation(
     try:
         events, _ = read_sse(f"{api.url}/threads/t-kill/events", stack.auth("alice"), watch, timeout=150)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\nrecovery errors: {errors}\n{stack.logs()}") from None
+        steps = stack.app.store.list_steps(run_id)
+        ledger = [(s.name, s.status, s.attempt, s.lease_expires_at) for s in steps]
+        run = stack.app.store.get_run(run_id)
+        raise AssertionError(
+            f"{exc}\nrecovery errors: {errors}\nstages: {stages}\nsweep dispatched: {dispatched}\n"
+            f"run: {run and run.status}, ledger: {ledger}, model requests: {len(server.requests)}\n"
+            f"{stack.logs()}"
+        ) from None
     finally:
         stop.set()
         helper.join(timeout=30)
