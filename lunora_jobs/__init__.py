@@ -66,7 +66,15 @@ from lunora_jobs.models import (
 from lunora_jobs.runtime import AgentClient, Lunora, RunResult, load_app
 from lunora_jobs.scheduling import CronEntry, CronJobs, cron_jobs
 from lunora_jobs.skills import SkillDefinition, define_skill
-from lunora_jobs.toolbox import McpServer, browser_tool, code_tool, container_tool, fs_tool, mcp_tools
+from lunora_jobs.toolbox import (
+    McpServer,
+    agent_as_tool,
+    browser_tool,
+    code_tool,
+    container_tool,
+    fs_tool,
+    mcp_tools,
+)
 from lunora_jobs.tools import ToolContext, ToolDefinition, define_tool, function_tool, tool
 
 __all__ = [
@@ -113,6 +121,7 @@ __all__ = [
     "ToolInputError",
     "UnknownModelProviderError",
     "Usage",
+    "agent_as_tool",
     "browser_tool",
     "code_tool",
     "container_tool",

@@ -95,6 +95,9 @@ class ToolDefinition:
     input_schema: dict[str, Any]
     execute: Callable[[dict[str, Any], ToolContext], Any]
     needs_approval: NeedsApproval = False
+    delegate: Any = field(default=None, repr=False, compare=False)
+    """The ``AgentDefinition`` this tool hands its calls to (``agent_as_tool``), else None: the engine
+    runs such a call as a child run of that agent instead of calling ``execute``."""
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

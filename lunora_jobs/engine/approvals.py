@@ -21,12 +21,14 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from lunora_jobs.engine.children import AWAITING_CHILD
 from lunora_jobs.engine.context import EngineDeps
-from lunora_jobs.engine.handover import OPEN
+from lunora_jobs.engine.dispatch import StepTask
+from lunora_jobs.engine.handover import OPEN, TERMINAL
 from lunora_jobs.engine.kinds.approval import AWAITING_APPROVAL, latest_turn_memo
 from lunora_jobs.engine.memo import TurnResult, latest_turn
 from lunora_jobs.engine.pipeline import Engine, replan
-from lunora_jobs.engine.steps import approval_step
+from lunora_jobs.engine.steps import approval_step, child_step
 from lunora_jobs.errors import ConflictError, NotFoundError
 from lunora_jobs.store.records import RunRecord, ToolCallRecord
 
@@ -128,7 +130,9 @@ def wake_decided(deps: EngineDeps, run: RunRecord, grace_ms: int) -> bool:
       applied now;
     - a run that reads ``awaiting_input`` with no call left awaiting approval died while parking
       (before recording its calls) or while resuming (after the ledger got the decision): it is
-      re-planned, which records what waits or dispatches what was decided.
+      re-planned, which records what waits or dispatches what was decided;
+    - a run parked on a child run (``agent_as_tool``) whose child ended gets its wait dispatched
+      (the child's own wake was lost); while the child runs, the parent is left parked.
     """
     woke = False
     cutoff = deps.now() - grace_ms
@@ -148,9 +152,35 @@ def wake_decided(deps: EngineDeps, run: RunRecord, grace_ms: int) -> bool:
             woke = True
         else:
             log.warning("lunora: could not apply the decision on %s of run %s: %s", call.id, run.id, applied)
-    if not woke and run.updated_at <= cutoff and all(c.status != AWAITING_APPROVAL for c in calls):
+    waiting_child = False
+    for call in calls:  # agent_as_tool: a child that ended without its wake reaching the parent
+        if call.status == AWAITING_CHILD:
+            state = _wake_child_wait(deps, run, call)
+            woke = woke or state == "woken"
+            waiting_child = waiting_child or state == "running"
+    if not woke and not waiting_child and run.updated_at <= cutoff and all(
+        c.status != AWAITING_APPROVAL for c in calls
+    ):
         woke = _replan(deps, run)
     return woke
+
+
+def _wake_child_wait(deps: EngineDeps, run: RunRecord, call: ToolCallRecord) -> str:
+    """A call parked on a child run: ``resolved`` (its wait completed), ``running`` (the child has
+    not ended: the parent stays parked), or ``woken`` (the child ended but its wake was lost with a
+    crashed process or a broker message: the wait step is dispatched now)."""
+    wait = child_step(call.id)
+    row = deps.store.get_step(run.id, wait)
+    if row is not None and row.status == "completed":
+        return "resolved"
+    child_id = call.output.get("child_run_id") if isinstance(call.output, dict) else None
+    child = deps.store.get_run(child_id) if isinstance(child_id, str) else None
+    if child is not None and child.status not in TERMINAL:
+        return "running"
+    if child is None:
+        return "resolved"  # nothing to wait for: the re-plan below starts what is missing
+    deps.dispatcher.dispatch([StepTask(run.id, wait, "step")])
+    return "woken"
 
 
 def _replan(deps: EngineDeps, run: RunRecord) -> bool:

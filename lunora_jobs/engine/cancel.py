@@ -9,11 +9,13 @@ False). From then on:
   checks the run's status inside the completion's transaction, under the run's row lock — so no
   message, usage or state of it lands after the cancel;
 - queued broker tasks of the run are revoked (best-effort: the ledger is the authority);
-- the thread moves to ``cancelled`` and is freed, and the next queued run (if any) starts.
+- the thread moves to ``cancelled`` and is freed, and the next queued run (if any) starts;
+- the child runs it waits on (``agent_as_tool``, ``children.py``) are cancelled with it.
 """
 
 from __future__ import annotations
 
+from lunora_jobs.engine.children import waited_children
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.handover import OPEN, run_ended
 from lunora_jobs.errors import NotFoundError
@@ -31,6 +33,8 @@ def cancel_run(deps: EngineDeps, run_id: str, *, promote: bool = True) -> bool:
     if not store.transition_run(run_id, OPEN, status="cancelled", stopped="cancelled"):
         return False
     deps.dispatcher.revoke(run_id)
+    for child in waited_children(store, run_id):  # agent_as_tool: the children go with their parent
+        cancel_run(deps, child)
     if run.status == "queued":
         store.dequeue_run(run.thread_id, run_id)
     thread = store.get_thread_by_id(run.thread_id)

@@ -76,9 +76,13 @@ def promote_next(deps: EngineDeps, thread_id: str) -> str | None:
 
 
 def run_ended(deps: EngineDeps, run: RunRecord, status: str) -> None:
-    """After a run's end was recorded (and its thread freed): announce it, dispatch the agent's
-    post-run memory writes (a completed run with an owner), tell the hooks, start the next queued run."""
-    deps.events.publish(run_info(run).thread_key, {"type": "status", "status": status, "run_id": run.id})
+    """After a run's end was recorded (and its thread freed): announce it, wake the run's parent (a
+    child run), dispatch the agent's post-run memory writes (a completed run with an owner), tell the
+    hooks, start the next queued run."""
+    info = run_info(run)
+    deps.events.publish(info.thread_key, {"type": "status", "status": status, "run_id": run.id})
+    if info.parent:  # a child run (agent_as_tool): wake the parent's wait on it (kinds/child.py)
+        deps.dispatcher.dispatch([StepTask(info.parent["run_id"], info.parent["step"], "step")])
     agent = deps.agents.get(run.agent)
     if status == "completed" and run.owner and agent is not None and agent.memory_writes:
         # Post-run memory writes (memory:episode): best-effort, recovered by the sweep if their worker dies.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lunora_jobs.engine.plan import CallFacts, CallMode, CallState, TurnFacts
-from lunora_jobs.engine.steps import approval_step, tool_step, turn_number, turn_step
+from lunora_jobs.engine.steps import approval_step, child_step, tool_step, turn_number, turn_step
 from lunora_jobs.loop import StopCondition, StopContext
 from lunora_jobs.models.base import ModelTurn, ToolCall
 from lunora_jobs.store.records import StepRecord
@@ -36,13 +36,16 @@ class TurnResult:
     proposals: list[str] = field(default_factory=list)
     """call ids gated in ``action_approval_mode="independent"``: each becomes an action proposal
     and the run goes on (``engine/actions``)."""
+    children: list[str] = field(default_factory=list)
+    """call ids of delegated tools (``agent_as_tool``): each runs as a child run, waited on by
+    ``child:<call_id>``."""
 
     def to_json(self) -> dict[str, Any]:
         """The ledger form."""
         return {
             "turn": self.turn.to_json(), "invalid": self.invalid, "approvals": self.approvals,
             "brief": self.brief, "output": self.output, "output_error": self.output_error,
-            "proposals": self.proposals,
+            "proposals": self.proposals, "children": self.children,
         }
 
     @classmethod
@@ -52,7 +55,7 @@ class TurnResult:
             turn=ModelTurn.from_json(data["turn"]), invalid=dict(data.get("invalid") or {}),
             approvals=list(data.get("approvals") or []), brief=data.get("brief"),
             output=data.get("output"), output_error=data.get("output_error"),
-            proposals=list(data.get("proposals") or []),
+            proposals=list(data.get("proposals") or []), children=list(data.get("children") or []),
         )
 
 
@@ -68,6 +71,8 @@ class LocatedCall:
     """Every call of that turn (what its fan-in looks up in the ledger)."""
     proposed: bool = False
     """Gated in independent mode: the tool step files an action proposal instead of running it."""
+    delegated: bool = False
+    """Runs as a child run (``agent_as_tool``): the tool step answers with the child's outcome."""
 
 
 def locate_call(turn: int, result: TurnResult, call_id: str) -> LocatedCall | None:
@@ -75,7 +80,7 @@ def locate_call(turn: int, result: TurnResult, call_id: str) -> LocatedCall | No
     for index, call in enumerate(result.turn.tool_calls):
         if call.id == call_id:
             return LocatedCall(turn, index, call, call.id in result.approvals, tuple(result.turn.tool_calls),
-                               call.id in result.proposals)
+                               call.id in result.proposals, call.id in result.children)
     return None
 
 
@@ -84,7 +89,7 @@ def fan_in_names(located: LocatedCall) -> list[str]:
     their approval decisions (the planner and ``on_step_finish`` look up nothing else)."""
     names = [turn_step(located.turn)]
     for call in located.turn_calls:
-        names += [tool_step(call.name, call.id), approval_step(call.id)]
+        names += [tool_step(call.name, call.id), approval_step(call.id), child_step(call.id)]
     return names
 
 
@@ -146,7 +151,9 @@ def turn_facts(
             state = "done"
         else:
             state = _call_state(by_name.get(tool_step(call.name, call.id)), now, mode)
-        calls.append(CallFacts(call.id, call.name, state, call.id in result.approvals, approved))
+        child = by_name.get(child_step(call.id))
+        calls.append(CallFacts(call.id, call.name, state, call.id in result.approvals, approved,
+                               call.id in result.children, child is not None and child.status == "completed"))
     return TurnFacts(run_id, turn, max_turns, tuple(calls))
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lunora_jobs.engine.dispatch import StepTask
-from lunora_jobs.engine.steps import approval_step, tool_step, turn_step
+from lunora_jobs.engine.steps import approval_step, child_step, tool_step, turn_step
 
 StopReason = Literal["final", "maxTurns", "stopCondition", "cancelled"]
 CallState = Literal["todo", "inflight", "done"]
@@ -46,6 +46,10 @@ class CallFacts:
     needs_approval: bool = False
     approved: bool | None = None
     """The human decision once ``approval:<call_id>`` completed; None while it waits."""
+    delegated: bool = False
+    """The call runs as a child run (``agent_as_tool``): its tool step waits for ``child:<call_id>``."""
+    child_ended: bool = False
+    """``child:<call_id>`` completed: the child run ended and its answer is in the ledger."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,7 @@ def plan_turn(facts: TurnFacts, stop_met: Callable[[], bool]) -> Decision:
 
     - no tool calls: the model answered — finish ``final``;
     - calls needing approval without a decision: wait on ``approval:<call_id>``;
+    - delegated calls (not rejected) whose child run has not ended: wait on ``child:<call_id>``;
     - calls nobody runs (``todo``): dispatch their ``tool:<name>:<call_id>`` steps, in call order;
     - every call ``done``: finish ``stopCondition`` if ``stop_met()``, ``maxTurns`` if the cap is
       reached, else dispatch the next turn. ``stop_met`` is only called in this last case.
@@ -99,6 +104,8 @@ def plan_turn(facts: TurnFacts, stop_met: Callable[[], bool]) -> Decision:
         settled = False
         if call.needs_approval and call.approved is None:
             waits.append(approval_step(call.call_id))
+        elif call.delegated and call.approved is not False and not call.child_ended:
+            waits.append(child_step(call.call_id))
         elif call.state == "todo":
             dispatch.append(StepTask(facts.run_id, tool_step(call.name, call.call_id), "tool"))
     if not settled:

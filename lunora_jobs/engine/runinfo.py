@@ -29,6 +29,9 @@ class RunInfo:
     """The agent's version at run start (``engine/shape.py``); None for runs recorded without it."""
     tools: dict[str, str] | None = None
     """Each tool's digest at run start: what a later deploy of the agent is compared with."""
+    parent: dict[str, str] | None = None
+    """A child run's parent (``agent_as_tool``): ``{"run_id", "step"}``, the wait step woken when
+    this run ends; None for a run nobody delegated."""
 
     def to_json(self) -> dict[str, Any]:
         """The stored form (``trace`` only when there is one)."""
@@ -40,6 +43,8 @@ class RunInfo:
             data["trace"] = self.trace
         if self.version is not None:
             data["version"], data["tools"] = self.version, self.tools or {}
+        if self.parent:
+            data["parent"] = self.parent
         return data
 
 
@@ -48,10 +53,11 @@ def run_info(run: RunRecord) -> RunInfo:
     data = run.input
     if isinstance(data, dict) and "thread_key" in data:
         key = str(data["thread_key"])
-        trace, tools = data.get("trace"), data.get("tools")
+        trace, tools, parent = data.get("trace"), data.get("tools"), data.get("parent")
         return RunInfo(data.get("input"), key, data.get("instructions"), data.get("title"),
                        trace if isinstance(trace, dict) else None, data.get("version"),
-                       tools if isinstance(tools, dict) else None)
+                       tools if isinstance(tools, dict) else None,
+                       parent if isinstance(parent, dict) else None)
     return RunInfo(data, run.thread_id, None)
 
 

@@ -46,7 +46,7 @@ def input_text(value: Any) -> str:
 def start_run(
     deps: EngineDeps, agent: AgentDefinition, *, input: Any, thread_key: str | None = None,
     owner: str | None = None, title: str | None = None, run_id: str | None = None,
-    tenant: str | None = None, as_system: bool = False,
+    tenant: str | None = None, as_system: bool = False, parent: dict[str, str] | None = None,
 ) -> RunHandle:
     """Create the run on its thread and dispatch its first step — or queue it.
 
@@ -60,6 +60,7 @@ def start_run(
     ``OwnerRequiredError`` (a ``ConflictError``) when the thread has an owner and ``owner`` is
     None, unless ``as_system`` says trusted code acts on the owner's behalf.
     ``RunInputError`` for ``input=None`` (it used to be stored as the message ``"null"``).
+    ``parent``: ``{"run_id", "step"}`` of the run that delegated this one (``engine/children.py``).
     """
     if input is None:
         raise RunInputError(
@@ -95,7 +96,7 @@ def start_run(
                 run_id, agent.name, key, owner, input if agent.telemetry.record_inputs else None
             ))
         shape = agent_shape(agent)  # what a deploy mid-run is compared with (engine/shape.py)
-        info = RunInfo(input, key, instructions, title, trace, shape.version, shape.tools)
+        info = RunInfo(input, key, instructions, title, trace, shape.version, shape.tools, parent)
         run = store.create_run(NewRun(
             run_id, thread.id, agent.name, info.to_json(), owner=owner, tenant=tenant,
             status="running" if owns else "queued",

@@ -4,7 +4,8 @@ A run is a sequence of named steps, unique per run in the ``agent_steps`` ledger
 
 - ``llm:turn:<n>`` — one model call (0-based ``n``) producing the assistant message of turn ``n``;
 - ``tool:<name>:<call_id>`` — one tool call producing its tool message (``call_id`` is the provider's);
-- ``approval:<call_id>`` — a wait for a human decision (no task, no lease).
+- ``approval:<call_id>`` — a wait for a human decision (no task, no lease);
+- ``child:<call_id>`` — a wait for the child run a delegated call (``agent_as_tool``) started.
 
 Messages are written under ``<run_id>:<role>:<position>``. The position derives from the step, never
 from completion order, so a replay writes the same keys and the store dedupes them:
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 TURN_PREFIX = "llm:turn:"
 TOOL_PREFIX = "tool:"
 APPROVAL_PREFIX = "approval:"
+CHILD_PREFIX = "child:"
 MEMORY_PREFIX = "memory:"
 
 
@@ -63,6 +65,11 @@ def approval_step(call_id: str) -> str:
     return f"{APPROVAL_PREFIX}{call_id}"
 
 
+def child_step(call_id: str) -> str:
+    """The ledger name of the wait for the child run of delegated call ``call_id``."""
+    return f"{CHILD_PREFIX}{call_id}"
+
+
 def parse_step(name: str) -> StepName:
     """Split a step name into its parts. Raises ``ValueError`` on a name the engine never makes."""
     if name.startswith(TURN_PREFIX):
@@ -76,6 +83,8 @@ def parse_step(name: str) -> StepName:
             return StepName("tool", tool_name=tool_name, call_id=call_id)
     elif name.startswith(APPROVAL_PREFIX) and len(name) > len(APPROVAL_PREFIX):
         return StepName("approval", call_id=name[len(APPROVAL_PREFIX) :])
+    elif name.startswith(CHILD_PREFIX) and len(name) > len(CHILD_PREFIX):
+        return StepName("child", call_id=name[len(CHILD_PREFIX) :])
     elif name.startswith(MEMORY_PREFIX):
         return StepName("memory", rest=name[len(MEMORY_PREFIX) :])
     raise ValueError(f"not a step name the engine makes: {name!r}")

@@ -99,7 +99,7 @@ class Lunora:
     ) -> None:
         self.settings = settings or Settings()
         registry: dict[str, AgentDefinition] = {}
-        for agent in agents:
+        for agent in with_delegates(agents):
             if agent.name in registry and registry[agent.name] is not agent:
                 raise ConfigurationError(f"two agents are named {agent.name!r}; agent names must be unique.")
             registry[agent.name] = agent
@@ -233,6 +233,20 @@ class Lunora:
         close = getattr(self.store, "close", None)
         if callable(close):
             close()
+
+
+def with_delegates(agents: Sequence[AgentDefinition]) -> list[AgentDefinition]:
+    """``agents`` and every agent their tools delegate to (``agent_as_tool``), transitively: a child
+    run must find its agent registered on whichever worker runs it."""
+    found: list[AgentDefinition] = []
+    pending = list(agents)
+    while pending:
+        agent = pending.pop(0)
+        if any(agent is known for known in found):
+            continue
+        found.append(agent)
+        pending += [t.delegate for t in agent.tools.values() if t.delegate is not None]
+    return found
 
 
 def _attach_channels(app: Lunora) -> None:

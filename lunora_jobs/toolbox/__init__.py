@@ -1,6 +1,6 @@
-"""Tools from other places: MCP servers (``mcp_tools``), scripts of calls (``code_tool``),
-sandboxed files (``fs_tool``) and commands (``container_tool``), a
-guarded browser (``browser_tool``).
+"""Tools from other places: other agents (``agent_as_tool``), MCP servers (``mcp_tools``), scripts
+of calls (``code_tool``), sandboxed files (``fs_tool``) and commands (``container_tool``), a guarded
+browser (``browser_tool``).
 
 Each helper returns ordinary ``ToolDefinition``\\s: every call the model makes is a durable
 ``tool:<name>:<call_id>`` step, memoized in the ledger like any other tool.
@@ -8,10 +8,12 @@ Each helper returns ordinary ``ToolDefinition``\\s: every call the model makes i
 
 from lunora_jobs.toolbox.browser import browser_tool
 from lunora_jobs.toolbox.code import code_tool
+from lunora_jobs.toolbox.delegate import agent_as_tool
 from lunora_jobs.toolbox.mcp import McpServer, mcp_tools
 from lunora_jobs.toolbox.sandbox import LocalDirStore, ObjectStore, container_tool, fs_tool
 
 __all__ = [
-    "LocalDirStore", "McpServer", "ObjectStore", "browser_tool", "code_tool", "container_tool", "fs_tool",
-    "mcp_tools",
+    "LocalDirStore", "McpServer", "ObjectStore", "agent_as_tool", "browser_tool", "code_tool",
+    "container_tool",
+    "fs_tool", "mcp_tools",
 ]

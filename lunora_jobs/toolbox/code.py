@@ -104,6 +104,9 @@ def _tool_table(tools: Mapping[str, ToolDefinition] | Sequence[ToolDefinition]) 
             raise InvalidToolError(f"code_tool: {raw!r} is not a named tool; use @tool or define_tool(...).")
         if key in table:
             raise InvalidToolError(f"code_tool: the tool {key!r} is listed twice; list it once.")
+        if tool.delegate is not None:
+            raise InvalidToolError(f"code_tool: {key!r} delegates to an agent (agent_as_tool), which runs as "
+                                   "a child run and cannot be composed; give it to the agent directly.")
         table[key] = tool
     if not table:
         raise InvalidToolError("code_tool: give it at least one tool to compose.")

@@ -21,6 +21,7 @@ from lunora_jobs.engine.kinds.base import (
     StepState,
     Work,
 )
+from lunora_jobs.engine.kinds.child import ChildStep
 from lunora_jobs.engine.kinds.memory import MemoryStep
 from lunora_jobs.engine.kinds.tool import ToolStep
 from lunora_jobs.engine.kinds.turn import TurnStep
@@ -82,3 +83,4 @@ register_step_kind(TurnStep())
 register_step_kind(ToolStep())
 register_step_kind(ApprovalStep())
 register_step_kind(MemoryStep())
+register_step_kind(ChildStep())

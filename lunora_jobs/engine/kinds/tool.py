@@ -25,6 +25,7 @@ from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.actions.propose import propose
+from lunora_jobs.engine.children import answer
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.fused import read_run, read_run_and_claim_tool
 from lunora_jobs.engine.kinds.base import ALL_ROWS, After, ReplanTurn, StepKind, StepState, Work
@@ -35,6 +36,7 @@ from lunora_jobs.engine.steps import (
     TOOL_PREFIX,
     StepName,
     approval_step,
+    child_step,
     message_key,
     parse_step,
     tool_position,
@@ -107,6 +109,8 @@ class ToolStep(StepKind):
             memo = decision.result if isinstance(decision.result, dict) else {}
             if not memo.get("approved"):
                 rejection = rejection_text(located, memo.get("reason"))
+        elif located.delegated and not _child_ended(deps.store, state.run_id, located):
+            return "waiting"  # a stray task never answers a delegated call before its child ended
         state.subject = ToolCallSubject(located, rejection)
         return None
 
@@ -125,6 +129,10 @@ class ToolStep(StepKind):
                 return self._done(run, agent, subject.located, f"Error: {exc}", is_error=True)
             return self._done(run, agent, subject.located, proposed.text,
                               metadata={"proposal_id": proposed.proposal_id})
+        if subject.located.delegated:  # agent_as_tool: the child run's answer, memoized by child:<id>
+            output, is_error, child = delegated_answer(deps.store, run, agent, subject.located)
+            return self._done(run, agent, subject.located, output, is_error=is_error,
+                              metadata={"child_run_id": child})
         try:
             output = execute_tool(deps, run, agent, subject.located, state.step)
         except ToolError as exc:  # the model reads it; a retry cannot fix it
@@ -164,6 +172,24 @@ class ToolStep(StepKind):
         rows = ALL_ROWS if agent.stop_when else tuple(fan_in_names(located))
         return Work(tool_result_completion(run, located, output, is_error=is_error, metadata=metadata),
                     ReplanTurn(located.turn, None, "fan_in"), rows)
+
+
+def _child_ended(store: AgentStore, run_id: str, located: LocatedCall) -> bool:
+    row = store.get_step(run_id, child_step(located.call.id))
+    return row is not None and row.status == "completed"
+
+
+def delegated_answer(
+    store: AgentStore, run: RunRecord, agent: AgentDefinition, located: LocatedCall
+) -> tuple[Any, bool, str | None]:
+    """A delegated call's result (output, is_error, child run id) from its ``child:<call_id>`` memo."""
+    row = store.get_step(run.id, child_step(located.call.id))
+    if row is None or row.status != "completed" or not isinstance(row.result, dict):
+        raise RuntimeError(f"the child run of call {located.call.id!r} has not ended yet")
+    tool = agent.tools.get(located.call.name)
+    name = tool.delegate.name if tool is not None and tool.delegate is not None else located.call.name
+    output, is_error = answer(row.result, name)
+    return output, is_error, row.result.get("child_run_id")
 
 
 def rejection_text(located: LocatedCall, reason: str | None) -> str:

@@ -198,6 +198,8 @@ def run_turn(
     # Independent mode: gated calls become action proposals and nothing waits on them.
     independent = agent.action_approval_mode == "independent"
     approvals, proposals = ([], gated) if independent else (gated, [])
+    children = [c.id for c in calls if c.id not in invalid and c.id not in proposals
+                and agent.tools[c.name].delegate is not None]
     output, output_error = None, None
     if agent.output is not None and not calls:
         try:
@@ -206,7 +208,7 @@ def run_turn(
             output = dump(mode="json") if callable(dump) else parsed
         except ValueError as exc:  # OutputParseError, and pydantic's errors
             output_error = str(exc)
-    return TurnResult(turn, invalid, approvals, prompt.brief, output, output_error, proposals)
+    return TurnResult(turn, invalid, approvals, prompt.brief, output, output_error, proposals, children)
 
 
 def call_model(
