@@ -33,6 +33,8 @@ from lunora_jobs.errors import (
     OutputParseError,
     OwnerRequiredError,
     RunInputError,
+    RunNotFailedError,
+    RunTimeoutError,
     ScriptExhaustedError,
     StepExhaustedError,
     ToolError,
@@ -63,6 +65,7 @@ from lunora_jobs.models import (
     tool_call_turn,
     tool_calls_turn,
 )
+from lunora_jobs.retry_policy import RetryPolicy
 from lunora_jobs.runtime import AgentClient, Lunora, RunResult, load_app
 from lunora_jobs.scheduling import CronEntry, CronJobs, cron_jobs
 from lunora_jobs.skills import SkillDefinition, define_skill
@@ -103,9 +106,12 @@ __all__ = [
     "PrepareStepResult",
     "RedisLock",
     "RepairArgs",
+    "RetryPolicy",
     "RunHandle",
     "RunInputError",
+    "RunNotFailedError",
     "RunResult",
+    "RunTimeoutError",
     "ScriptExhaustedError",
     "ScriptedModel",
     "Settings",

@@ -37,6 +37,7 @@ from lunora_jobs.memory.options import MemoryOption, SemanticMemory, coerce_memo
 from lunora_jobs.memory.tools import memory_tools
 from lunora_jobs.models.base import Model, ToolSpec
 from lunora_jobs.models.registry import check_model_spec, resolve_model
+from lunora_jobs.retry_policy import RetryPolicy
 from lunora_jobs.skills import SkillDefinition
 from lunora_jobs.telemetry.base import Telemetry
 from lunora_jobs.telemetry.combine import coerce_telemetry
@@ -76,9 +77,15 @@ class AgentDefinition:
     proposal_ttl_s: float | None = None
     """Independent mode: seconds an action proposal waits for a decision before it expires (None: never)."""
     max_attempts: int = 5
+    """``retry.max_attempts`` (kept here too: every claim reads it)."""
     step_timeout_s: float = 300.0
     active_tools: tuple[str, ...] | None = None
     """The tools the model sees on every turn (``prepare_step`` may pick others per turn); None: all."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    """Attempts, backoff and which errors are retried (``lunora_jobs.retry_policy``); recorded per run."""
+    run_timeout_s: float | None = None
+    """Seconds a run may take from its start to its end (None: no limit); past it the run fails with
+    ``RunTimeoutError`` at its next step boundary or sweep. Recorded per run."""
 
     def resolve_instructions(self, context: Mapping[str, Any]) -> str:
         """The system prompt for a run: ``context`` holds run_id, thread_key, owner, input.
@@ -138,9 +145,11 @@ def define_agent(
     on_inbound: Any = None,
     action_approval_mode: str = "blocking",
     proposal_ttl_s: float | None = None,
-    max_attempts: int = 5,
+    max_attempts: int | None = None,
     step_timeout_s: float = 300.0,
     active_tools: Sequence[str] | None = None,
+    retry: RetryPolicy | Mapping[str, Any] | None = None,
+    run_timeout_s: float | None = None,
     **unknown: Any,
 ) -> AgentDefinition:
     """Validate the options and return an ``AgentDefinition``.
@@ -148,6 +157,9 @@ def define_agent(
     ``model`` is ``"provider:model"`` (``openai:gpt-4o-mini``, ``offline``, ``auto`` — the default: OpenAI
     when ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` is set, else the offline model), a Model, or a
     callable(settings) -> Model. ``tools`` is a list (names from the tools) or a dict (keys name them).
+    ``retry``: a ``RetryPolicy`` (or a dict of its fields): attempts (default 5; ``max_attempts=`` is
+    the same number), the backoff's base and cap, which errors are retried. ``run_timeout_s``: a bound
+    on a whole run (``RunTimeoutError``).
     Raises a ``ConfigurationError`` subclass naming the option and the fix.
     """
     if unknown:
@@ -162,7 +174,13 @@ def define_agent(
         raise InvalidAgentOptionError(f"{where}: instructions must be a str or a callable(context) -> str.")
     check_model_spec(model)
     _check_int(where, "max_turns", max_turns, 1)
-    _check_int(where, "max_attempts", max_attempts, 1)
+    if max_attempts is not None:
+        _check_int(where, "max_attempts", max_attempts, 1)
+    policy = _wrap(where, lambda value: RetryPolicy.coerce(value, max_attempts), retry)
+    if run_timeout_s is not None and (
+        isinstance(run_timeout_s, bool) or not isinstance(run_timeout_s, int | float) or run_timeout_s <= 0
+    ):
+        raise InvalidAgentOptionError(f"{where}: run_timeout_s must be a positive number of seconds or None.")
     if isinstance(step_timeout_s, bool) or not isinstance(step_timeout_s, int | float) or step_timeout_s <= 0:
         raise InvalidAgentOptionError(f"{where}: step_timeout_s must be a positive number of seconds.")
     conditions = _as_tuple(stop_when)
@@ -230,8 +248,10 @@ def define_agent(
         on_inbound=inbound,
         action_approval_mode=action_approval_mode,  # type: ignore[arg-type]  # checked above
         proposal_ttl_s=None if proposal_ttl_s is None else float(proposal_ttl_s),
-        max_attempts=max_attempts,
+        max_attempts=policy.max_attempts,
         step_timeout_s=float(step_timeout_s),
+        retry=policy,
+        run_timeout_s=None if run_timeout_s is None else float(run_timeout_s),
         active_tools=_check_active_tools(where, active_tools, tool_map, memory_options, skill_list, name),
     )
 

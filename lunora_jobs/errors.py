@@ -39,6 +39,17 @@ class AgentChangedError(LunoraError):
     (a tool it started with is gone or changed); the run fails with it. Start the run again."""
 
 
+class RunTimeoutError(LunoraError):
+    """A run outlived its agent's ``run_timeout_s``; the run is failed with it (its error text starts
+    ``RunTimeoutError:``). Raise the limit, or retry the run: ``app.runs.retry(run_id)`` gives it a
+    fresh time budget."""
+
+
+class RunNotFailedError(ConflictError):
+    """``app.runs.retry`` was asked to resume a run that is not ``failed`` (still running, waiting,
+    completed or cancelled). Only a failed run can be retried; start a new run otherwise."""
+
+
 class LeaseLostError(LunoraError):
     """A step's lease was taken over (its fencing generation moved on); the result was not applied."""
 
@@ -52,6 +63,10 @@ class IdentityTooLongError(LunoraError, ValueError):
 
 class InvalidAgentOptionError(ConfigurationError):
     """An option passed to ``define_agent`` is invalid; the message names the option and the fix."""
+
+
+class InvalidRetryPolicyError(InvalidAgentOptionError):
+    """``define_agent(retry=...)`` holds a bad value; the message names the field and the fix."""
 
 
 class OptionNotAvailableError(InvalidAgentOptionError):

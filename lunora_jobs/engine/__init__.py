@@ -9,8 +9,8 @@ registration each). Observers hook in around every step and run end (``hooks.py`
 - ``plan``: pure "what runs next" from ledger facts; ``memo``: what the ledger keeps for a turn;
 - ``pipeline``: ``Engine.execute`` and its stages; ``kinds``: turn, tool, approval, memory;
 - ``fused``: the store's several-operations-in-one-round-trip calls, where it has them;
-- ``start`` / ``admission`` / ``handover`` / ``cancel``: starting runs, ``on_concurrent_run``, handing a
-  thread to the next queued run, cancelling;
+- ``start`` / ``admission`` / ``handover`` / ``cancel`` / ``resume``: starting runs, ``on_concurrent_run``,
+  handing a thread to the next queued run, cancelling, retrying a failed run from its failed step;
 - ``approvals`` / ``sweep``: delivering decisions to waits, recovering stalls;
 - ``locks`` / ``keys`` / ``dispatch`` / ``events`` / ``context``: the run lock, Redis keys,
   dispatchers, live updates, dependencies.

@@ -12,6 +12,10 @@ would spend every attempt in a second and fail the run. ``retry_delay_ms`` picks
 ``terminal`` says which errors no retry can fix: an HTTP 4xx other than 408 (timeout), 409
 (conflict), 425 (too early) and 429 (rate limit) — a bad request, a missing key, an unknown model.
 
+An agent's ``retry=`` (``lunora_jobs.retry_policy.RetryPolicy``) sets the attempts, the base and cap
+of the jitter, the retried 4xx statuses and the classes given up on at once; ``next_delay_ms`` asks
+the policy a run recorded at its start.
+
 The wait is durable: the failed attempt's ledger row keeps its lease until the due time
 (``fail_step(retry_at=...)``), so no other claim runs it early, and the sweep dispatches it once due
 if the delayed message is lost. The errors are read by duck typing (``status_code``, ``response``,
@@ -22,9 +26,11 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
+
+from lunora_jobs.retry_policy import RetryPolicy
 
 BASE_MS = 1_000
 """The first retry waits up to this long."""
@@ -44,10 +50,22 @@ def http_status(exc: BaseException) -> int | None:
     return None
 
 
-def terminal(exc: BaseException) -> bool:
-    """Whether no retry can fix ``exc``: an HTTP 4xx other than 408, 409, 425 and 429."""
+def terminal(exc: BaseException, retryable: Collection[int] = RETRYABLE_4XX) -> bool:
+    """Whether no retry can fix ``exc``: an HTTP 4xx other than ``retryable`` (408, 409, 425, 429)."""
     status = http_status(exc)
-    return status is not None and 400 <= status < 500 and status not in RETRYABLE_4XX
+    return status is not None and 400 <= status < 500 and status not in retryable
+
+
+def next_delay_ms(
+    policy: RetryPolicy, exc: BaseException, attempt: int,
+    rng: Callable[[float, float], float] = random.uniform,
+) -> int | None:
+    """Under ``policy``: ms before attempt ``attempt + 1`` after ``exc`` ended attempt ``attempt``,
+    or None when there is none (no attempt left, a terminal 4xx, a ``give_up_on`` class)."""
+    if attempt >= policy.max_attempts or terminal(exc, frozenset(policy.retry_statuses)) \
+            or policy.gives_up_on(exc):
+        return None
+    return retry_delay_ms(exc, attempt, base_ms=policy.base_ms, cap_ms=policy.cap_ms, rng=rng)
 
 
 def retry_after_ms(exc: BaseException, now_s: Callable[[], float] = time.time) -> int | None:

@@ -15,7 +15,6 @@ from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.config import Settings
-from lunora_jobs.engine.backoff import retry_delay_ms
 from lunora_jobs.engine.dispatch import Dispatcher
 from lunora_jobs.engine.events import EventBus, LocalEventBus
 from lunora_jobs.engine.hooks import HookSet
@@ -58,8 +57,6 @@ class EngineDeps:
     """Where live thread updates go (state changes, run status): see ``events.py``."""
     hooks: HookSet = field(default_factory=HookSet)
     """Observers called around every step and at every run's end: see ``hooks.py``."""
-    backoff: Callable[[BaseException, int], int] = retry_delay_ms
-    """``backoff(error, attempt)``: ms before the next attempt of a step whose attempt failed."""
     leases: LeaseKeeper = field(init=False, repr=False)
     """Keeps the leases of this process's running steps alive (renewing them in ``store``)."""
     _models: dict[str, Model] = field(default_factory=dict, repr=False)

@@ -96,7 +96,9 @@ def start_run(
                 run_id, agent.name, key, owner, input if agent.telemetry.record_inputs else None
             ))
         shape = agent_shape(agent)  # what a deploy mid-run is compared with (engine/shape.py)
-        info = RunInfo(input, key, instructions, title, trace, shape.version, shape.tools, parent)
+        timeout_ms = None if agent.run_timeout_s is None else int(agent.run_timeout_s * 1000)
+        info = RunInfo(input, key, instructions, title, trace, shape.version, shape.tools, parent,
+                       agent.retry, timeout_ms, None if timeout_ms is None else deps.now() + timeout_ms)
         run = store.create_run(NewRun(
             run_id, thread.id, agent.name, info.to_json(), owner=owner, tenant=tenant,
             status="running" if owns else "queued",

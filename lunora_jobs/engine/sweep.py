@@ -12,6 +12,10 @@ reads the ledger of each stalled run only, re-plans it and dispatches any step w
 3. a parked run with a decision recorded but not applied, or with nothing left to wait on.
    Hibernated runs waiting on an approval are never read.
 
+A stalled run (1, 2) past the deadline its ``run_timeout_s`` set fails with ``RunTimeoutError``
+instead (read from the run row in hand: no query). A parked run is not read, so its deadline is
+checked when its decision wakes it.
+
 The claim dedupes a dispatch that was not lost after all. A step whose lease expired
 ``max_attempts`` times fails the run when the re-dispatched task claims it (the poison-step rule),
 so the sweep never loops on a step that kills its worker. A pass examines at most ``budget`` runs.
@@ -28,6 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.approvals import wake_decided
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import StepTask
@@ -37,6 +42,7 @@ from lunora_jobs.engine.memo import TurnResult, latest_turn
 from lunora_jobs.engine.pipeline import replan
 from lunora_jobs.engine.pipeline.dispatch import fail_run
 from lunora_jobs.engine.plan import plan_start
+from lunora_jobs.engine.runinfo import recorded_deadline, timeout_error
 from lunora_jobs.engine.steps import turn_step
 from lunora_jobs.memory.rows import rows_for
 from lunora_jobs.store.records import RunRecord, StepRecord
@@ -165,14 +171,27 @@ def _sweep_pass(deps: EngineDeps, batch: int, grace_ms: int, budget: int) -> Swe
 
 
 def _sweep_run(deps: EngineDeps, run: RunRecord, grace_ms: int, report: SweepReport) -> None:
-    steps = deps.store.list_steps(run.id)
     now = deps.now()
+    deadline = recorded_deadline(run)
+    if deadline is not None and now > deadline and run.agent in deps.agents:
+        fail_run(deps, run, timeout_error(run, now - deadline, "found by the sweep"))
+        report.failed.append(run.id)
+        return
+    steps = deps.store.list_steps(run.id)
     newest = max([run.updated_at, *(s.updated_at for s in steps)])
     if now - newest < grace_ms and not _lapsed(steps, now):
         return
     agent = deps.agents.get(run.agent)
     if agent is None:
         return  # another app's agent: its own workers sweep it
+    redispatch(deps, run, agent, steps, report)
+
+
+def redispatch(deps: EngineDeps, run: RunRecord, agent: AgentDefinition, steps: list[StepRecord],
+               report: SweepReport) -> None:
+    """Dispatch what ``run`` needs next from its ledger ``steps``: its first step, its latest turn
+    (unless a live lease holds it), or what follows that turn (a failed turn fails the run)."""
+    now = deps.now()
     latest = latest_turn(steps)
     if latest is None:
         tasks = plan_start(run.id, agent.memory_reads).dispatch

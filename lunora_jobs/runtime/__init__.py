@@ -5,6 +5,7 @@ from lunora_jobs.runtime.agents_client import AgentClient, AgentsNamespace
 from lunora_jobs.runtime.app import Lunora, load_app
 from lunora_jobs.runtime.approvals_api import ApprovalsAPI
 from lunora_jobs.runtime.result import RunResult
+from lunora_jobs.runtime.runs_api import RunsAPI
 from lunora_jobs.runtime.threads_api import ThreadsAPI
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "Lunora",
     "RunHandle",
     "RunResult",
+    "RunsAPI",
     "ThreadsAPI",
     "load_app",
 ]

@@ -35,6 +35,7 @@ from lunora_jobs.runtime.approvals_api import ApprovalsAPI
 from lunora_jobs.runtime.governance_api import GovernanceAPI
 from lunora_jobs.runtime.project_path import ensure_cwd_on_path
 from lunora_jobs.runtime.proposals_api import AuthorizeAction, ProposalsAPI, owner_only
+from lunora_jobs.runtime.runs_api import RunsAPI
 from lunora_jobs.runtime.telemetry_hooks import TelemetryHooks
 from lunora_jobs.runtime.threads_api import ThreadsAPI
 from lunora_jobs.scheduling import CronEntry, DueReport, Scheduler
@@ -137,6 +138,8 @@ class Lunora:
         self.engine = Engine(self.deps)
         self.agents = AgentsNamespace(self.deps, registry)
         self.threads = ThreadsAPI(self.store)
+        self.runs = RunsAPI(self.deps)
+        """Runs by id, owner-gated: ``get``, ``retry`` (resume a failed run from its failed step)."""
         self.approvals = ApprovalsAPI(self.deps, self.threads)
         if any(agent.on_inbound or agent.on_email is not None for agent in registry.values()):
             _attach_channels(self)

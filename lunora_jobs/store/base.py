@@ -119,6 +119,13 @@ class AgentStore(Protocol):
         """Runs filtered by thread and/or status, oldest first; at most ``limit`` when given (the sweep
         asks for one bounded batch instead of every running run)."""
 
+    def reopen_run(self, run_id: str, *, input: JSON, step_names: Sequence[str]) -> bool:
+        """A failed run runs again (``app.runs.retry``), in one transaction: the run moves from
+        ``failed`` to ``running`` (error, stopped and result cleared, its stored ``input`` replaced),
+        and each ledger row of ``step_names`` gets fresh attempts (``running``, attempt 0, a lapsed
+        lease and a new generation, so the next claim takes it). False (nothing written) when the
+        run is not failed."""
+
     # -- the step ledger --------------------------------------------------------------------
     def claim_step(
         self, run_id: str, name: str, *, owner: str, lease_ms: int, max_attempts: int = 5

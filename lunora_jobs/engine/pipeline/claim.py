@@ -11,14 +11,22 @@ among concurrent deliveries: no lock is taken. Its outcome decides the rest of t
   successor lost with a crashed worker is dispatched again);
 - ``exhausted`` / ``failed``: the step cannot run again — the run fails (the poison-step rule);
 - ``busy``: another worker holds a live lease — this delivery stops here.
+
+The run's recorded limits apply here too, from the run row already read (no extra round trip): a run
+past the deadline its ``run_timeout_s`` set fails with ``RunTimeoutError`` instead of running the
+step, and a run whose recorded ``max_attempts`` differs from the deployed agent's (a deploy changed
+``retry=``) is held to the recorded one (rare: only then does the claim take another round trip).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lunora_jobs.engine.context import EngineDeps
-from lunora_jobs.engine.handover import TERMINAL
+from lunora_jobs.engine.handover import OPEN, TERMINAL
 from lunora_jobs.engine.kinds import RunFails, StepState
-from lunora_jobs.store.records import StepClaim
+from lunora_jobs.engine.runinfo import recorded_deadline, recorded_max_attempts, timeout_error
+from lunora_jobs.store.records import RunRecord, StepClaim
 
 
 def claim(deps: EngineDeps, state: StepState) -> bool:
@@ -30,6 +38,10 @@ def claim(deps: EngineDeps, state: StepState) -> bool:
     run = state.run
     if run is None:
         state.status = "missing"
+        return False
+    deadline = recorded_deadline(run)
+    if deadline is not None and run.status in OPEN and not kind.after_run_end and deps.now() > deadline:
+        _time_out(deps, state, run, deadline)
         return False
     if state.claim is None:  # a claim made with the read already held every check below
         if kind.wait and state.event is None:
@@ -51,9 +63,12 @@ def claim(deps: EngineDeps, state: StepState) -> bool:
     else:
         state.agent = deps.agent(run.agent)
     claimed = state.claim
-    assert claimed is not None
+    assert claimed is not None and state.agent is not None
     if claimed.outcome == "busy":
         claimed = state.claim = _reclaim_own(deps, state, claimed)
+    limit = recorded_max_attempts(run) or state.agent.max_attempts
+    if limit != state.agent.max_attempts:
+        claimed = state.claim = _recorded_attempts(deps, state, claimed, limit)
     if claimed.outcome == "claimed":
         return True
     if claimed.outcome == "busy":
@@ -68,7 +83,7 @@ def claim(deps: EngineDeps, state: StepState) -> bool:
             error = f"step {state.step!r} failed{detail}"
         else:
             error = (f"StepExhaustedError: step {state.step!r} was attempted {claimed.step.attempt} times "
-                     f"without finishing (max_attempts={state.agent.max_attempts}){detail}")
+                     f"without finishing (max_attempts={limit}){detail}")
         state.status = "failed"
         state.after = RunFails(error)
     return False
@@ -85,3 +100,32 @@ def _reclaim_own(deps: EngineDeps, state: StepState, busy: StepClaim) -> StepCla
         state.run_id, state.step, ended, owner=deps.worker_id, lease_ms=deps.lease_ms(state.agent),
         max_attempts=state.agent.max_attempts,
     )
+
+
+def _time_out(deps: EngineDeps, state: StepState, run: RunRecord, deadline: int) -> None:
+    """The run is past its deadline: it fails with ``RunTimeoutError`` instead of running the step
+    (a claim the read already made is closed, so nothing stays leased)."""
+    state.agent = deps.agent(run.agent)
+    made = state.claim
+    if made is not None and made.outcome == "claimed":
+        deps.store.fail_step(state.run_id, state.step, made.step.generation, "RunTimeoutError: run timed out",
+                             terminal=True)
+    state.claim = None
+    state.status = "failed"
+    state.after = RunFails(timeout_error(run, deps.now() - deadline, f"before step {state.step!r}"))
+
+
+def _recorded_attempts(deps: EngineDeps, state: StepState, claimed: StepClaim, limit: int) -> StepClaim:
+    """Hold the claim to the run's recorded ``max_attempts`` (``limit``) where the deployed agent's
+    differs: a step the deployed limit calls exhausted is claimed again under the recorded one, and
+    a takeover past the recorded limit is the poison-step rule's ``exhausted`` (the row closed)."""
+    assert state.agent is not None
+    step = claimed.step
+    if claimed.outcome == "exhausted" and step.attempt < limit:
+        return deps.store.claim_step(state.run_id, state.step, owner=deps.worker_id,
+                                     lease_ms=deps.lease_ms(state.agent), max_attempts=limit)
+    if claimed.outcome == "claimed" and step.attempt > limit:
+        deps.store.fail_step(state.run_id, state.step, step.generation,
+                             f"StepExhaustedError: past max_attempts={limit}", terminal=True)
+        return StepClaim("exhausted", replace(step, attempt=step.attempt - 1))
+    return claimed

@@ -2,20 +2,22 @@
 
 What the work produced (the completion: result, messages, usage, run/thread patches) is recorded by
 the next stage in one fenced write. When the work raises, the attempt failed: it is retried through
-the ledger (the claim's ``attempt`` counts) up to the agent's ``max_attempts``, after a backoff
-(``engine/backoff.py``: exponential with full jitter, or the server's Retry-After), unless the kind
-calls the error fatal or no retry can fix it (an HTTP 4xx other than 408/409/425/429); once no
-attempt is left the kind may still answer (a tool's error becomes the model's tool result) —
-otherwise the run fails.
+the ledger (the claim's ``attempt`` counts) under the retry policy the run recorded at its start
+(the agent's ``retry=``: ``max_attempts``, after a backoff — ``engine/backoff.py``: exponential with
+full jitter, or the server's Retry-After), unless the kind calls the error fatal or the policy gives
+up on it (an HTTP 4xx other than its ``retry_statuses``, a ``give_up_on`` class); once no attempt is
+left the kind may still answer (a tool's error becomes the model's tool result) — otherwise the run
+fails.
 """
 
 from __future__ import annotations
 
 import logging
 
-from lunora_jobs.engine.backoff import describe, terminal
+from lunora_jobs.engine.backoff import describe, next_delay_ms
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.kinds import StepState
+from lunora_jobs.engine.runinfo import run_info
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +31,10 @@ def work(deps: EngineDeps, state: StepState) -> None:
         return
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-        final = state.kind.fatal(exc) or terminal(exc) or claim.step.attempt >= agent.max_attempts
-        delay_ms = 0 if final else deps.backoff(exc, claim.step.attempt)
+        recorded = run_info(state.run).retry if state.run is not None else None
+        delay = None if state.kind.fatal(exc) else next_delay_ms(recorded or agent.retry, exc,
+                                                                   claim.step.attempt)
+        final, delay_ms = delay is None, delay or 0
         later = "" if final else f"; {describe(delay_ms, exc)}"
     if final:
         given = state.kind.give_up(deps, state, error)

@@ -262,6 +262,23 @@ class MemoryLedgerMixin:
             sum(u.cache_write_tokens for u in rows),
         )
 
+    def reopen_run(self, run_id: str, *, input: Any, step_names: Sequence[str]) -> bool:
+        """A failed run back to ``running`` and ``step_names`` given fresh attempts, at once."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or run.status != "failed":
+                return False
+            now = self.clock()
+            self._runs[run_id] = replace(run, status="running", error=None, stopped=None, result=None,
+                                         input=load(dump(input)), updated_at=now)
+            for name in step_names:
+                step = self._steps.get((run_id, name))
+                if step is not None:
+                    self._steps[(run_id, name)] = replace(
+                        step, status="running", attempt=0, generation=step.generation + 1,
+                        lease_expires_at=0, updated_at=now)
+            return True
+
     def transition_run(self, run_id: str, from_statuses: Collection[str], **fields: Any) -> bool:
         """Apply ``fields`` only while the run's status is one of ``from_statuses``."""
         with self._lock:

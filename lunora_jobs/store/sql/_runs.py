@@ -6,7 +6,7 @@ and exactly one of them decides how the run ended (neither overwrites the other)
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from types import SimpleNamespace
 from typing import Any
@@ -153,6 +153,30 @@ class SqlRunsMixin(SqlBase):
             query = query.limit(max(limit, 0))
         with self._read() as conn:
             return [run_record(row) for row in conn.execute(query)]
+
+    def reopen_run(self, run_id: str, *, input: Any, step_names: Sequence[str]) -> bool:
+        """A failed run runs again: the run back to ``running`` and ``step_names`` given fresh
+        attempts, in one transaction (see ``AgentStore.reopen_run``)."""
+        now = self.clock()
+        reopen = (
+            sa.update(runs).where(runs.c.id == run_id, runs.c.status == "failed")
+            .values(status="running", error=None, stopped=None, result=None, input=dump(input),
+                    updated_at=now)
+        )
+        fresh = (
+            sa.update(steps).where(steps.c.run_id == run_id, steps.c.name.in_(list(step_names)))
+            .values(status="running", attempt=0, generation=steps.c.generation + 1, lease_expires_at=0,
+                    updated_at=now)
+        )
+
+        def work(conn: Connection) -> bool:
+            if conn.execute(reopen).rowcount != 1:
+                return False
+            if step_names:
+                conn.execute(fresh)
+            return True
+
+        return bool(self._write(work))
 
     def transition_run(self, run_id: str, from_statuses: Collection[str], **fields: Any) -> bool:
         """Apply ``fields`` (as ``update_run``) only while the run's status is one of ``from_statuses``.
