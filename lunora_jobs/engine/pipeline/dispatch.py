@@ -61,12 +61,15 @@ def carry_out(
 def park(deps: EngineDeps, run: RunRecord, result: TurnResult, waits: Sequence[str]) -> None:
     """Park the run on ``waits``; idempotent (the sweep and late tools park it again)."""
     store = deps.store
+    # What the run waits for is recorded before the run says it waits: whoever sees it
+    # ``awaiting_input`` can decide at once (found by the chaos run: a decision sent in between was
+    # refused as "no pending approval").
+    for step in waits:
+        kind_of(step).park(deps, run, result, step)
     if store.transition_run(run.id, ("running",), status="awaiting_input"):
         store.patch_thread(run.thread_id, status="awaiting_input")
         deps.events.publish(run_info(run).thread_key,
                             {"type": "status", "status": "awaiting_input", "run_id": run.id})
-    for step in waits:
-        kind_of(step).park(deps, run, result, step)
 
 
 def notify_step_finish(
