@@ -4,6 +4,9 @@ and the exactly-once invariants every chaos run must satisfy.
 
 from __future__ import annotations
 
+import os
+import random
+import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -11,14 +14,23 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import sqlalchemy as sa
 import sqlalchemy.exc
 from fleet_support import TERMINAL, Fleet, assert_clean_transcript
 from private_redis import PrivateRedis
+
+from workers.testing import BeatProcess, WorkerProcess
 
 HERE = Path(__file__).resolve().parent
 T = TypeVar("T")
 # What a store call raises while the database restarts (psycopg errors arrive wrapped in these).
 OUTAGE = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError)
+
+
+def chaos_seed(default: int) -> int:
+    """The seed of a chaos run's random choices: ``LUNORA_CHAOS_SEED`` replays another sequence (a
+    test-only knob, named in every failure message), else the test's own ``default``."""
+    return int(os.environ.get("LUNORA_CHAOS_SEED", str(default)))
 
 
 def chaos_fleet(database_url: str, redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch) -> Fleet:
@@ -84,6 +96,62 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.02)
+
+
+def all_finished(fleet: Fleet, run_ids: list[str]) -> bool:
+    """Whether every run is terminal (tolerating a database outage)."""
+    runs = through_outage(lambda: [fleet.app.store.get_run(r) for r in run_ids])
+    return all(run is not None and run.status in TERMINAL for run in runs)
+
+
+def live_workers(fleet: Fleet) -> list[WorkerProcess]:
+    """The fleet's workers (not beat) that run and consume (a replacement still booting is not one)."""
+    return [w for w in fleet.workers if not isinstance(w, BeatProcess) and w.proc is not None
+            and w.proc.poll() is None and w.ready_file.exists()]
+
+
+def kill_one(
+    fleet: Fleet, rng: random.Random, started: float, replace: Callable[[], Any] | None = None
+) -> dict[str, Any]:
+    """SIGKILL one randomly chosen pool process (an OOM kill: the worker replaces it and requeues its
+    message) or worker group (a lost machine: its unacked messages stay with the broker), and start a
+    replacement for a lost worker (``replace``, default: a 2-process worker, started before this
+    returns). The last worker that consumes is never lost whole. ``pids``: every process killed (a
+    worker's own and its pool's)."""
+    live = live_workers(fleet)
+    worker = rng.choice(live)
+    victim = rng.choice(["pool-process", "worker"])
+    if len(live) < 2:  # the last consuming worker (others still booting): lose a process, not the machine
+        victim = "pool-process"
+    children = worker.pool_pids()
+    at = round(time.monotonic() - started, 2)
+    if victim == "pool-process" and children:
+        pid = rng.choice(children)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # it exited (the worker recycles it) between listing and kill
+            return {"at": at, "victim": "pool-process", "pid": pid, "pids": [], "missed": True}
+        return {"at": at, "victim": "pool-process", "pid": pid, "pids": [pid]}
+    worker.kill()
+    (replace or (lambda: fleet.start_worker(concurrency=2)))()
+    return {"at": at, "victim": "worker", "pid": worker.pid, "pids": [worker.pid, *children]}
+
+
+def leased_by(fleet: Fleet, pids: list[int]) -> dict[tuple[str, str], int]:
+    """(run id, step) -> attempt of every running step whose lease a process of ``pids`` holds (the
+    lease owner is ``host:pid:random``): the steps a kill of those processes strands."""
+    if not pids:
+        return {}
+    steps = sa.table("agent_steps", sa.column("run_id"), sa.column("name"), sa.column("status"),
+                     sa.column("attempt"), sa.column("lease_owner"))
+    owned = sa.or_(*(steps.c.lease_owner.like(f"%:{pid}:%") for pid in pids))
+    query = sa.select(steps.c.run_id, steps.c.name, steps.c.attempt).where(steps.c.status == "running", owned)
+
+    def read() -> dict[tuple[str, str], int]:
+        with fleet.app.store.engine.connect() as conn:
+            return {(row.run_id, row.name): row.attempt for row in conn.execute(query)}
+
+    return through_outage(read)
 
 
 def _of_run(counts: dict[str, int], run_id: str) -> dict[str, int]:

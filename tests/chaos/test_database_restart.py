@@ -15,9 +15,6 @@ Both with ``-m fast`` (clean shutdown) and ``-m immediate`` (a crash: WAL replay
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-
 import pytest
 from chaos_support import (
     assert_exactly_once,
@@ -30,9 +27,8 @@ from chaos_support import (
     wait_runs,
 )
 from fleet_support import Fleet
-from pg_private import PostgresUnavailable, PrivatePostgres
+from pg_private import PrivatePostgres
 from private_redis import PrivateRedis
-from suite_settings import service_unavailable
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -42,27 +38,6 @@ STEPS = {
     "llm:turn:1", G2, "tool:note:a3", "tool:note:a4",
     "llm:turn:2", "tool:note:a5", "llm:turn:3",
 }
-
-
-@pytest.fixture(scope="module")
-def private_pg() -> Iterator[PrivatePostgres]:
-    """One private PostgreSQL server for the module, stopped and removed at the end."""
-    try:
-        server = PrivatePostgres.create()
-    except PostgresUnavailable as exc:
-        service_unavailable(f"no private PostgreSQL for the restart tests: {exc}")
-    try:
-        yield server
-    finally:
-        server.destroy()
-
-
-@pytest.fixture
-def private_pg_url(private_pg: PrivatePostgres) -> str:
-    """A fresh database on the private server (restarted first if an earlier test left it down)."""
-    if not private_pg.running():
-        private_pg.start()
-    return private_pg.create_database("chaos_" + uuid.uuid4().hex[:10])
 
 
 def _completed(fleet: Fleet, run_id: str) -> set[str]:

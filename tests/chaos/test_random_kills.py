@@ -24,8 +24,16 @@ from typing import Any
 
 import pytest
 from chaos_app import SOAK_CALLS, SOAK_TURNS
-from chaos_support import assert_exactly_once, chaos_fleet, start_run, through_outage, wait_runs
-from fleet_support import TERMINAL, Fleet
+from chaos_support import (
+    all_finished,
+    assert_exactly_once,
+    chaos_fleet,
+    chaos_seed,
+    kill_one,
+    live_workers,
+    start_run,
+    wait_runs,
+)
 from private_redis import PrivateRedis
 
 from lunora_jobs.engine.keys import run_lock_key
@@ -33,45 +41,16 @@ from lunora_jobs.engine.locks import SWEEP_LOCK_ID, RedisLock
 from lunora_jobs.engine.sweep import SWEEP_LOCK_MIN_TTL_MS
 from lunora_jobs.runtime import Lunora
 from lunora_jobs.store import create_store
-from workers.testing import BeatProcess, WorkerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-SEED = int(os.environ.get("LUNORA_CHAOS_SEED", "20261130"))
+SEED = chaos_seed(20261130)
 RUNS = 10
 WORKERS = 2
 CHAOS_S = 45.0
 MAX_KILLS = 24
 TOOL_STEPS = {f"tool:slow:s{t}{c}" for t in range(SOAK_TURNS) for c in range(SOAK_CALLS)}
 STEPS = {*(f"llm:turn:{t}" for t in range(SOAK_TURNS + 1)), *TOOL_STEPS}
-
-
-def _live_workers(fleet: Fleet) -> list[WorkerProcess]:
-    return [w for w in fleet.workers if not isinstance(w, BeatProcess) and w.proc is not None
-            and w.proc.poll() is None]
-
-
-def _all_finished(fleet: Fleet, run_ids: list[str]) -> bool:
-    runs = through_outage(lambda: [fleet.app.store.get_run(r) for r in run_ids])
-    return all(run is not None and run.status in TERMINAL for run in runs)
-
-
-def _kill_one(fleet: Fleet, rng: random.Random, started: float) -> dict[str, Any]:
-    """SIGKILL one randomly chosen pool process or worker group; replace a lost worker."""
-    worker = rng.choice(_live_workers(fleet))
-    victim = rng.choice(["pool-process", "worker"])
-    children = worker.pool_pids()
-    at = round(time.monotonic() - started, 2)
-    if victim == "pool-process" and children:
-        pid = rng.choice(children)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:  # it exited (the worker recycles it) between listing and kill
-            return {"at": at, "victim": "pool-process", "pid": pid, "missed": True}
-        return {"at": at, "victim": "pool-process", "pid": pid}
-    worker.kill()
-    fleet.start_worker(concurrency=2)
-    return {"at": at, "victim": "worker", "pid": worker.pid}
 
 
 def test_random_sigkills_lose_no_run_and_repeat_no_finished_step(
@@ -90,15 +69,15 @@ def test_random_sigkills_lose_no_run_and_repeat_no_finished_step(
         with fleet.sweeping(every=0.5) as tick:
             next_kill = time.monotonic() + rng.uniform(0.4, 1.6)
             stop_at = time.monotonic() + CHAOS_S
-            while len(kills) < MAX_KILLS and time.monotonic() < stop_at and not _all_finished(fleet, run_ids):
+            while len(kills) < MAX_KILLS and time.monotonic() < stop_at and not all_finished(fleet, run_ids):
                 tick()
                 if time.monotonic() >= next_kill:
-                    kills.append(_kill_one(fleet, rng, started))
+                    kills.append(kill_one(fleet, rng, started))
                     next_kill = time.monotonic() + rng.uniform(0.4, 1.6)
                 time.sleep(0.05)
             chaos_s = time.monotonic() - started
             context = f"seed={SEED} (LUNORA_CHAOS_SEED replays it) kills={kills}"
-            assert _live_workers(fleet), context
+            assert live_workers(fleet), context
             finished = wait_runs(fleet, run_ids, timeout=90, tick=tick)
 
         assert all(run.status == "completed" for run in finished.values()), (

@@ -248,6 +248,19 @@ def test_on_step_finish_sees_each_turn_with_its_tool_results() -> None:
     assert finished[1].turn.text == "Mild." and finished[1].tool_results == []
 
 
+def test_a_failing_on_step_finish_never_fails_the_run() -> None:
+    calls: list[int] = []
+
+    def broken(finish: StepFinish) -> None:
+        calls.append(finish.step_number)
+        raise RuntimeError("observer down")
+
+    harness = agent_harness(weather_agent(on_step_finish=broken), script=[final_turn("Mild.")])
+    result = harness.run(input="Bern?", thread_key="t")
+    assert calls == [0]  # it was called ...
+    assert result.status == "completed" and result.text == "Mild."  # ... and its failure was not the run's
+
+
 def test_compaction_summarizes_inside_the_memoized_turn() -> None:
     summarizer = RecordingModel(
         ScriptedModel([final_turn("Ada likes tea.", usage=Usage(7, 3))] * 10, name="cheap")

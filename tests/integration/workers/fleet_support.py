@@ -80,9 +80,13 @@ class Fleet:
         self.workers.append(worker)
         return worker.start()
 
-    def start_beat(self) -> BeatProcess:
-        """Start ``celery beat`` ticking the sweep every ``LUNORA_SWEEP_INTERVAL`` (0.5 s here)."""
-        beat = BeatProcess(self.queue, self.env, name=f"{self.prefix}-beat")
+    def start_beat(self, heartbeat_file: Path | None = None) -> BeatProcess:
+        """Start ``celery beat`` ticking the sweep every ``LUNORA_SWEEP_INTERVAL`` (0.5 s here); it
+        touches ``heartbeat_file`` on every tick (the first touch: beat is up and ticking)."""
+        env = dict(self.env)
+        if heartbeat_file is not None:
+            env["LUNORA_HEARTBEAT_FILE"] = str(heartbeat_file)
+        beat = BeatProcess(self.queue, env, name=f"{self.prefix}-beat")
         self.workers.append(beat)
         return beat.start()
 
