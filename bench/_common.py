@@ -33,11 +33,12 @@ def _redis() -> redis.Redis:
     return redis.Redis.from_url(os.environ["BENCH_REDIS_URL"])
 
 
-def send_hop(remaining: int, done_key: str) -> None:
-    """Enqueue one hop the way ``CeleryDispatcher`` enqueues a step (``send_task``, no result)."""
+def send_hop(remaining: int, done_key: str, queue: str | None = None) -> None:
+    """Enqueue one hop the way ``CeleryDispatcher`` enqueues a step (``send_task``, no result), on
+    ``queue`` (default: this process's ``LUNORA_QUEUE``; a worker sends the next hop to its own)."""
     app.send_task(
         HOP_TASK, args=(remaining, done_key), task_id=uuid.uuid4().hex,
-        queue=app.conf.task_default_queue, ignore_result=True,
+        queue=queue or app.conf.task_default_queue, ignore_result=True,
     )
 
 

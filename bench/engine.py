@@ -59,10 +59,10 @@ def _configure_env(queue: str, database_url: str) -> dict[str, str]:
     return env
 
 
-def _create_database() -> tuple[str, Any]:
+def _create_database(prefix: str = "lunora_bench_") -> tuple[str, Any]:
     import sqlalchemy as sa
 
-    name = "lunora_bench_" + uuid.uuid4().hex[:8]
+    name = prefix + uuid.uuid4().hex[:8]
     admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
@@ -81,16 +81,25 @@ def _drop_database(handle: Any) -> None:
 # -- measurements ----------------------------------------------------------------------------------
 
 
-def raw_chains(hops: int, count: int) -> float:
-    """Run ``count`` raw chains of ``hops`` tasks at once; return wall ms per hop (per chain)."""
+def raw_chains(hops: int, count: int, queue: str | None = None) -> float:
+    """Run ``count`` raw chains of ``hops`` tasks at once (on ``queue``, default ``LUNORA_QUEUE``);
+    return wall ms per hop (per chain)."""
     import _common
 
     client = _common._redis()
     key = "bench:done:" + uuid.uuid4().hex
     start = time.time()
     for _ in range(count):
-        _common.send_hop(hops, key)
-    finished = [float(client.blpop([key], timeout=120)[1]) for _ in range(count)]  # type: ignore[index]
+        _common.send_hop(hops, key, queue)
+    finished: list[float] = []
+    deadline = time.monotonic() + 600
+    while len(finished) < count:
+        # Short waits: redis-py's client has a 5 s socket timeout, shorter than a loaded machine's chain.
+        mark = client.blpop([key], timeout=1)
+        if mark is not None:
+            finished.append(float(mark[1]))  # type: ignore[index]
+        elif time.monotonic() > deadline:
+            raise TimeoutError(f"{count - len(finished)} of {count} raw chains did not finish in 600 s")
     client.delete(key)
     return (max(finished) - start) * 1000.0 / hops
 

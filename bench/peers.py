@@ -1,0 +1,226 @@
+"""Benchmark: Lunora Jobs beside its peers and the raw-Celery floor, measured side by side in one run.
+
+    pip install -e ".[bench]"      # DBOS Transact, LangGraph + its Postgres checkpointer (no torch)
+    python bench/peers.py          # fuller: 9 latency samples, 3 load samples, 30 and 300 in flight
+    python bench/peers.py --quick  # about a minute: 5 latency samples, 1 load sample, 30 in flight
+    python bench/peers.py --systems floor,lunora   # only some (the floor is always measured)
+
+Every system runs the same workflow of K sequential no-op steps (default K = 11: a Lunora run is T
+model turns with a no-op tool call between them, 2T - 1 steps, so K is odd), durably, on the same
+PostgreSQL and Redis:
+
+- **raw Celery chain** (the floor): K no-op tasks, each enqueueing the next; nothing durable;
+- **Lunora Jobs**: one agent run through real ``celery worker`` processes; every step crosses the
+  broker and claims and completes its ledger row on PostgreSQL;
+- **DBOS Transact**: a ``@DBOS.workflow`` of K ``@DBOS.step`` calls (each step's output recorded);
+- **LangGraph** with ``PostgresSaver``: a line of K nodes, ``durability="sync"``.
+
+Each system gets the same number of processes (``--workers``, default 2): the Celery worker's
+``-c``, or that many child processes running the in-process peer. Measured, with the systems taking
+turns inside each repetition so a change of load on a shared machine hits them all alike:
+
+1. per-step latency: one workflow at a time, wall time / K, median of ``--repeats``;
+2. throughput: ``--concurrent`` (30) and ``--in-flight`` (300) workflows started at once, K x n /
+   wall time (start to last finish), median of ``--load-repeats``;
+3. scaling: throughput at ``--concurrent`` with 1 process against ``--workers`` processes, and where
+   the machine's CPU went meanwhile (the system, PostgreSQL, Redis, this driver, everything else).
+
+Each system has its own PostgreSQL database (created here, dropped at the end) and the Celery ones
+private queues on Redis db 15 (only their own keys are removed; the shared Redis is never flushed).
+DBOS and LangGraph are imported only in their child processes, and only by ``bench/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path[:0] = [p for p in (str(BENCH_DIR.parent), str(BENCH_DIR)) if p not in sys.path]
+
+from _cpu_share import CpuShare  # noqa: E402
+from _peers_report import SystemResult, peers_table, samples_line, scaling_table  # noqa: E402
+
+SYSTEMS = ("floor", "lunora", "dbos", "langgraph")
+
+
+def _args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="about a minute: fewer samples, no 300 in flight")
+    parser.add_argument("--steps", type=int, default=11, help="K, the steps of one workflow (odd)")
+    parser.add_argument("--workers", type=int, default=2, help="processes per system")
+    parser.add_argument("--concurrent", type=int, default=30)
+    parser.add_argument("--in-flight", type=int, default=300, help="the heavier load (0: skip)")
+    parser.add_argument("--repeats", type=int, help="latency samples per system (default 9; quick 5)")
+    parser.add_argument("--load-repeats", type=int, help="samples per load (default 3; quick 1)")
+    parser.add_argument("--systems", default=",".join(SYSTEMS),
+                        help=f"comma-separated, of {', '.join(SYSTEMS)} (the floor is always measured)")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.steps % 2 == 0:
+        parser.error(f"--steps {args.steps}: a Lunora run of T turns is 2T - 1 steps; pass an odd K, e.g. 11")
+    unknown = set(args.systems.split(",")) - set(SYSTEMS)
+    if unknown:
+        parser.error(f"--systems: unknown {', '.join(sorted(unknown))}; choose from {', '.join(SYSTEMS)}")
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
+    args.repeats = args.repeats or (5 if args.quick else 9)
+    args.load_repeats = args.load_repeats or (1 if args.quick else 3)
+    if args.quick:
+        args.in_flight = 0
+    return args
+
+
+class Bench:
+    """The systems under test and every resource they hold, released by ``close``."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.steps: int = args.steps
+        self.processes = sorted({1, args.workers})
+        self.systems: list[Any] = []
+        self.owners: dict[str, Callable[[int], tuple[set[int], int]]] = {}
+        """System name -> (processes -> its pids and process group), for the CPU accounting."""
+        self.workers: dict[int, Any] = {}
+        self.databases: list[Any] = []
+        self.queues = {p: f"peers-{p}-{uuid.uuid4().hex[:8]}" for p in self.processes}
+        self.broker: Any = None
+
+    def start(self) -> None:
+        """Create the databases, start the Celery workers and the peers' processes."""
+        from engine import _configure_env, _create_database
+
+        wanted = set(self.args.systems.split(",")) | {"floor"}
+        database_url, handle = _create_database("peers_lunora_")
+        self.databases.append(handle)
+        env = _configure_env(self.queues[self.args.workers], database_url)
+        os.environ["BENCH_TURNS"] = env["BENCH_TURNS"] = str((self.steps + 1) // 2)
+        import redis
+
+        from workers.testing import WorkerProcess
+
+        self.broker = redis.Redis.from_url(env["CELERY_BROKER_URL"])
+        from _peer_celery import FloorSystem, LunoraSystem
+
+        self._add(FloorSystem(self.steps, self.queues), self._worker_owner)
+        if "lunora" in wanted:
+            self._add(LunoraSystem(self.steps, self.queues, env["CELERY_BROKER_URL"]), self._worker_owner)
+        for p in self.processes:
+            self.workers[p] = WorkerProcess(self.queues[p], env, concurrency=p, app_module="_common").start()
+        from _peer_procs import PeerProcesses
+
+        for kind in ("dbos", "langgraph"):
+            if kind in wanted:
+                url, handle = _create_database(f"peers_{kind}_")
+                self.databases.append(handle)
+                peer = PeerProcesses(kind, url.replace("postgresql+psycopg://", "postgresql://"),
+                                     self.steps, self.args.workers)
+                self._add(peer, peer.owner)
+                peer.start()
+
+    def _add(self, system: Any, owner: Callable[[int], tuple[set[int], int]]) -> None:
+        self.systems.append(system)
+        self.owners[system.name] = owner
+
+    def _worker_owner(self, processes: int) -> tuple[set[int], int]:
+        return set(), self.workers[processes].pid
+
+    def close(self) -> None:
+        """Stop everything started, drop the databases, remove the queues' keys."""
+        from engine import _drop_database
+
+        for system in self.systems:
+            _quietly(system.close)
+        for worker in self.workers.values():
+            _quietly(worker.stop)
+        if self.broker is not None:
+            for queue in self.queues.values():
+                self.broker.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+        for handle in self.databases:
+            _quietly(partial(_drop_database, handle))
+
+
+def _quietly(fn: Callable[[], Any]) -> None:
+    try:
+        fn()
+    except Exception as exc:  # cleanup goes on: one failure must not leave the rest running
+        print(f"  cleanup: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def measure(bench: Bench) -> list[SystemResult]:
+    """Warm every system, then take the samples, the systems taking turns in each repetition."""
+    args, steps, top = bench.args, bench.steps, args_top(bench)
+    results = {system.name: SystemResult(system.name) for system in bench.systems}
+    cpu = {(system.name, p): CpuShare() for system in bench.systems for p in bench.processes}
+    for system in bench.systems:  # imports, pools, prepared statements; every process once
+        system.batch(1, 1)
+        system.batch(2 * top, top)
+    for _ in range(args.repeats):
+        for system in bench.systems:
+            results[system.name].latency_ms.append(system.batch(1, 1) * 1000.0 / steps)
+    loads = [n for n in (args.concurrent, args.in_flight) if n > 0]
+    for _ in range(args.load_repeats):
+        for n in loads:
+            for system in bench.systems:
+                for p in (bench.processes if n == args.concurrent else [top]):
+                    pids, group = bench.owners[system.name](p)
+                    wall = cpu[system.name, p].measure(partial(system.batch, n, p), pids, group)
+                    rate = n * steps / wall
+                    result = results[system.name]
+                    if n == args.concurrent:
+                        result.scaling.setdefault(p, []).append(rate)
+                    if p == top:
+                        result.throughput.setdefault(n, []).append(rate)
+    for system in bench.systems:
+        results[system.name].cpu = {p: cpu[system.name, p].summary() for p in bench.processes}
+    return [results[system.name] for system in bench.systems]
+
+
+def args_top(bench: Bench) -> int:
+    """The number of processes every system gets in the main table."""
+    return int(bench.args.workers)
+
+
+def report(bench: Bench, results: list[SystemResult], began: float, load: tuple[float, ...]) -> None:
+    """Print the tables, the samples and what the scaling measured about the CPU."""
+    args = bench.args
+    loads = [n for n in (args.concurrent, args.in_flight) if n > 0]
+    print(f"\npeers: K = {args.steps} no-op steps per workflow, durable; same PostgreSQL and Redis; "
+          f"{args.workers} processes per system; latency median of {args.repeats}, load median of "
+          f"{args.load_repeats}; {time.monotonic() - began:.0f} s; load average {load[0]:.1f} -> "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(peers_table(results, loads))
+    print("samples:")
+    for result in results:
+        print(samples_line(result))
+    print(f"\nscaling 1 -> {args.workers} processes: "
+          + scaling_table(results, bench.processes, args.concurrent))
+    print("where the CPU went during those samples (average cores):")
+    for result in results:
+        for p, line in result.cpu.items():
+            print(f"  {result.name}, {p} process{'es' if p > 1 else ''}: {line}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark and print the report."""
+    args = _args(argv)
+    began, load = time.monotonic(), os.getloadavg()
+    bench = Bench(args)
+    try:
+        bench.start()
+        results = measure(bench)
+    finally:
+        bench.close()
+    report(bench, results, began, load)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
