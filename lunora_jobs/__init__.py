@@ -32,6 +32,8 @@ from lunora_jobs.errors import (
     OptionNotAvailableError,
     OutputParseError,
     OwnerRequiredError,
+    QuotaExceededError,
+    QuotaUnavailableError,
     RunInputError,
     RunNotFailedError,
     RunTimeoutError,
@@ -41,6 +43,7 @@ from lunora_jobs.errors import (
     ToolInputError,
     UnknownModelProviderError,
 )
+from lunora_jobs.governance import Quota
 from lunora_jobs.loop import (
     CompactionOptions,
     PrepareStepArgs,
@@ -104,6 +107,9 @@ __all__ = [
     "OwnerRequiredError",
     "PrepareStepArgs",
     "PrepareStepResult",
+    "Quota",
+    "QuotaExceededError",
+    "QuotaUnavailableError",
     "RedisLock",
     "RepairArgs",
     "RetryPolicy",

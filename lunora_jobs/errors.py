@@ -202,6 +202,23 @@ class StreamStateError(LunoraError, RuntimeError):
     ``await aresult()``), or one stream read both with ``for`` and ``async for``."""
 
 
+class QuotaExceededError(LunoraError):
+    """A run's actor or tenant is at or over a usage quota (``Lunora(quotas=[...])``): a new run is
+    refused at start (nothing is recorded) and a running one fails at its next turn. Wait for the
+    window to reset (``app.governance.quota_status(...)`` says when), or raise the quota."""
+
+    def __init__(self, message: str, *, statuses: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.statuses = statuses
+        """The ``QuotaStatus`` records that are exceeded."""
+
+
+class QuotaUnavailableError(LunoraError):
+    """Quotas are configured but the usage they limit could not be read (the database did not answer):
+    the check fails closed, so the run does not start (or its turn does not call the model; the step is
+    retried with backoff). Check the database (``lunora doctor``) and try again."""
+
+
 # Retrieval errors live in ``rag.errors`` (``rag`` does not import this package).
 
 

@@ -29,6 +29,7 @@ from lunora_jobs.config import Settings
 from lunora_jobs.engine.dispatch import InProcessDispatcher, StepTask
 from lunora_jobs.engine.locks import LocalLock, RunLock
 from lunora_jobs.errors import NotFoundError
+from lunora_jobs.governance import Quota
 from lunora_jobs.models.base import Model, ModelTurn, ToolChoice, ToolSpec
 from lunora_jobs.models.scripted import ScriptedModel, final_turn, tool_call_turn, tool_calls_turn
 from lunora_jobs.runtime.app import Lunora
@@ -100,7 +101,7 @@ class Harness:
     def __init__(
         self, agent: AgentDefinition, model: Model, *, functions: Mapping[str, Callable[..., Any]] | None,
         store: AgentStore, lock: RunLock | None = None, extra_agents: Sequence[AgentDefinition] = (),
-        dispatcher: InProcessDispatcher | None = None,
+        dispatcher: InProcessDispatcher | None = None, quotas: Sequence[Quota] = (),
     ) -> None:
         self.agent = agent
         self.model = RecordingModel(model)
@@ -113,7 +114,7 @@ class Harness:
             [agent, *extra_agents], store=store, dispatcher=self.dispatcher, lock=lock or LocalLock(),
             # No scheduler thread: a test fires due schedules itself (``harness.app.dispatch_due()``).
             settings=Settings(openai_api_key=None, openai_base_url=None, scheduler_thread=False),
-            model=self.model,
+            model=self.model, quotas=quotas,
         )
         # Record every ctx.run, stubbed or not (the seed's harness.dispatches).
         self.app.deps.run_function = self._run_function
@@ -125,11 +126,11 @@ class Harness:
 
     def run(
         self, input: Any = None, *, thread_key: str | None = None, owner: str | None = None,
-        title: str | None = None,
+        title: str | None = None, tenant: str | None = None,
     ) -> RunResult:
         """Start a run and drive it to the end (or to an approval wait); return its ``RunResult``."""
         client = self.app.agents[self.agent.name]
-        handle = client.run(input=input, thread_key=thread_key, owner=owner, title=title)
+        handle = client.run(input=input, thread_key=thread_key, owner=owner, title=title, tenant=tenant)
         return self.result(handle.id)
 
     def result(self, run_id: str) -> RunResult:
@@ -181,12 +182,14 @@ def agent_harness(
     model: Model | None = None,
     lock: RunLock | None = None,
     dispatcher: InProcessDispatcher | None = None,
+    quotas: Sequence[Quota] = (),
 ) -> Harness:
     """A ``Harness`` for ``agent``: ``script`` is consumed one turn per model call (``model`` replaces
     it), ``functions`` stubs back ``ctx.run`` paths, ``store`` defaults to a fresh ``InMemoryStore``;
     ``lock`` (e.g. a ``RedisLock``) and ``dispatcher`` (an ``InProcessDispatcher`` subclass that drops
-    or reorders tasks, for chaos tests) replace the local defaults."""
+    or reorders tasks, for chaos tests) replace the local defaults; ``quotas`` as ``Lunora(quotas=)``."""
     return Harness(
         agent, model or ScriptedModel(script), functions=functions,
         store=store if store is not None else InMemoryStore(), lock=lock, dispatcher=dispatcher,
+        quotas=quotas,
     )

@@ -21,6 +21,7 @@ from lunora_jobs.engine.hooks import HookSet
 from lunora_jobs.engine.leases import LeaseKeeper
 from lunora_jobs.engine.locks import RunLock
 from lunora_jobs.errors import ConfigurationError
+from lunora_jobs.governance import QuotaPolicy
 from lunora_jobs.models.base import Model
 from lunora_jobs.models.registry import resolve_model
 from lunora_jobs.store import wall_clock
@@ -57,6 +58,8 @@ class EngineDeps:
     """Where live thread updates go (state changes, run status): see ``events.py``."""
     hooks: HookSet = field(default_factory=HookSet)
     """Observers called around every step and at every run's end: see ``hooks.py``."""
+    quotas: QuotaPolicy | None = None
+    """The app's quotas, checked at a run's start and before each turn; None (no quota): no check."""
     leases: LeaseKeeper = field(init=False, repr=False)
     """Keeps the leases of this process's running steps alive (renewing them in ``store``)."""
     _models: dict[str, Model] = field(default_factory=dict, repr=False)

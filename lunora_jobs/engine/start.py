@@ -61,6 +61,8 @@ def start_run(
     None, unless ``as_system`` says trusted code acts on the owner's behalf.
     ``RunInputError`` for ``input=None`` (it used to be stored as the message ``"null"``).
     ``parent``: ``{"run_id", "step"}`` of the run that delegated this one (``engine/children.py``).
+    ``QuotaExceededError`` (``QuotaUnavailableError`` when usage cannot be read) before anything is
+    written, when the app has quotas and the run's actor or tenant is at a limit.
     """
     if input is None:
         raise RunInputError(
@@ -74,6 +76,12 @@ def start_run(
             return RunHandle(run_id, run_info(existing).thread_key)
     run_id = run_id or uuid.uuid4().hex
     key = thread_key or f"thread-{run_id}"
+    if deps.quotas is not None:
+        actor = owner
+        if actor is None and as_system:  # the run will be recorded as the thread owner's
+            existing_thread = store.get_thread(key)
+            actor = None if existing_thread is None else existing_thread.owner
+        deps.quotas.enforce(actor, tenant)
     thread = store.ensure_thread(
         key, owner=owner, title=title, agent=agent.name, initial_state=agent.initial_state
     )

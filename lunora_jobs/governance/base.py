@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from lunora_jobs.governance.quotas import QuotaWindow
 from lunora_jobs.governance.records import GroupBy, UsageFilter, UsageGroup
 
 
@@ -17,4 +19,10 @@ class GovernanceStore(Protocol):
     ) -> list[UsageGroup]:
         """Sums over ``start_ms <= created_at < end_ms`` per group (one query); ``group_by=None``:
         one total (no group at all when no row matched)."""
+        ...
+
+    def quota_usage(self, windows: Sequence[QuotaWindow], end_ms: int) -> list[UsageGroup]:
+        """One total per window (``key`` None; an empty window gives a zero total): the rows of
+        ``window.column == window.value`` with ``window.start_ms <= created_at < end_ms`` — all the
+        windows in ONE query (what a quota check costs)."""
         ...

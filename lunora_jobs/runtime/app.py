@@ -28,11 +28,12 @@ from lunora_jobs.engine.notices import MessageNotices
 from lunora_jobs.engine.pipeline import Engine, StepOutcome
 from lunora_jobs.engine.sweep import SweepReport, sweep
 from lunora_jobs.errors import ConfigurationError
+from lunora_jobs.governance import Quota, QuotaPolicy, checked_quotas
 from lunora_jobs.models.base import Model
 from lunora_jobs.pricing import PricingStore
 from lunora_jobs.runtime.agents_client import AgentsNamespace
 from lunora_jobs.runtime.approvals_api import ApprovalsAPI
-from lunora_jobs.runtime.governance_api import GovernanceAPI
+from lunora_jobs.runtime.governance_api import GovernanceAPI, governance_store
 from lunora_jobs.runtime.project_path import ensure_cwd_on_path
 from lunora_jobs.runtime.proposals_api import AuthorizeAction, ProposalsAPI, owner_only
 from lunora_jobs.runtime.runs_api import RunsAPI
@@ -78,6 +79,8 @@ class Lunora:
     entries (``cron_jobs()``) the app fires through ``app.scheduler``.
     ``authorize_action(actor, proposal) -> bool`` says who may see and decide the action proposals
     of independent-mode agents (default: only the owner of the run that proposed it).
+    ``quotas``: usage limits per actor / tenant (``lunora_jobs.governance.Quota``): a run at a limit is
+    refused at start and a running one stops at its next turn (``QuotaExceededError``).
     """
 
     def __init__(
@@ -97,8 +100,10 @@ class Lunora:
         events: EventBus | None = None,
         crons: Iterable[CronEntry] = (),
         authorize_action: AuthorizeAction = owner_only,
+        quotas: Iterable[Quota] = (),
     ) -> None:
         self.settings = settings or Settings()
+        checked = checked_quotas(quotas)  # before anything is opened
         registry: dict[str, AgentDefinition] = {}
         for agent in with_delegates(agents):
             if agent.name in registry and registry[agent.name] is not agent:
@@ -148,8 +153,11 @@ class Lunora:
         self.scheduler.register(crons)
         self.proposals = ProposalsAPI(self.deps, authorize_action)
         """Action proposals of independent-mode agents: ``list``, ``get``, ``decide``."""
-        self.governance = GovernanceAPI(self.store, self.deps.now)
-        """Usage and estimated cost per actor, tenant, agent, model or UTC day: ``usage(...)``."""
+        if checked:
+            self.deps.quotas = QuotaPolicy(checked, governance_store(self.store), self.deps.now)
+        self.governance = GovernanceAPI(self.store, self.deps.now, self.deps.quotas)
+        """Usage and estimated cost per actor, tenant, agent, model or UTC day: ``usage(...)``; where an
+        actor or tenant stands against the quotas: ``quota_status(...)``."""
 
     def _run_task(self, task: StepTask) -> None:
         if task.kind == PROPOSAL_ROUTE:

@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lunora_jobs.errors import ConfigurationError
-from lunora_jobs.governance import GROUPS, GovernanceStore, GroupBy, UsageFilter, UsageGroup
+from lunora_jobs.governance import (
+    GROUPS,
+    GovernanceStore,
+    GroupBy,
+    Quota,
+    QuotaPolicy,
+    QuotaStatus,
+    UsageFilter,
+    UsageGroup,
+)
 from lunora_jobs.pricing import When, to_ms
 from lunora_jobs.store.base import AgentStore
 
@@ -20,11 +29,28 @@ class GovernanceAPI:
         app.governance.usage("tenant", since="2026-11-01")          # [UsageGroup(key="acme", ...), ...]
         app.governance.usage("day", since="2026-11-01", actor="u7")  # u7's spend per UTC day
         app.governance.usage(tenant="acme")                          # [one total], or [] without usage
+        app.governance.quota_status(actor="u7", tenant="acme")       # [QuotaStatus(...)] per quota
     """
 
-    def __init__(self, store: AgentStore, now: Callable[[], int]) -> None:
+    def __init__(self, store: AgentStore, now: Callable[[], int], quotas: QuotaPolicy | None = None) -> None:
         self._store = store
         self._now = now
+        self._quotas = quotas
+
+    @property
+    def quotas(self) -> tuple[Quota, ...]:
+        """The app's quotas (``Lunora(quotas=[...])``); empty: nothing is limited."""
+        return () if self._quotas is None else self._quotas.quotas
+
+    def quota_status(self, *, actor: str | None = None, tenant: str | None = None) -> list[QuotaStatus]:
+        """Where ``actor`` and ``tenant`` stand against every quota that binds them (its own, else the
+        default one of its scope; per window), read in one query on the store's clock. Empty when no
+        quota binds them. ``QuotaUnavailableError`` when the usage cannot be read."""
+        if actor is None and tenant is None:
+            raise ConfigurationError("quota_status() needs actor=... or tenant=... (or both).")
+        if self._quotas is None:
+            return []
+        return self._quotas.status(actor=actor, tenant=tenant)
 
     def usage(
         self, group_by: GroupBy | None = None, *, since: When = 0, until: When = None,
@@ -45,9 +71,14 @@ class GovernanceAPI:
     @property
     def store(self) -> GovernanceStore:
         """The store's ``GovernanceStore`` capability (``SqlStore`` and ``InMemoryStore`` have it)."""
-        if not isinstance(self._store, GovernanceStore):
-            raise ConfigurationError(
-                f"{type(self._store).__name__} has no usage read-model; use SqlStore or InMemoryStore, or "
-                "implement lunora_jobs.governance.GovernanceStore on your store."
-            )
-        return self._store
+        return governance_store(self._store)
+
+
+def governance_store(store: AgentStore) -> GovernanceStore:
+    """``store`` as a ``GovernanceStore``, or ``ConfigurationError`` for a store without the capability."""
+    if not isinstance(store, GovernanceStore):
+        raise ConfigurationError(
+            f"{type(store).__name__} has no usage read-model (needed by app.governance and quotas); use "
+            "SqlStore or InMemoryStore, or implement lunora_jobs.governance.GovernanceStore on your store."
+        )
+    return store

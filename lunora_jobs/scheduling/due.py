@@ -25,7 +25,7 @@ from typing import Any
 
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.start import start_run
-from lunora_jobs.errors import LunoraError
+from lunora_jobs.errors import LunoraError, QuotaUnavailableError
 from lunora_jobs.scheduling.cron import CronEntry
 from lunora_jobs.store.base import SCHEDULE_LEASE_MS
 from lunora_jobs.store.records import ScheduleRecord
@@ -133,6 +133,10 @@ class DueDispatcher:
             # A schedule is declared by the app's own code (trusted), so it may continue an owned thread.
             start_run(self._deps, agent, input=fire.input, thread_key=fire.thread_key, owner=fire.owner,
                       title=fire.title, run_id=run_id, as_system=True)
+        except QuotaUnavailableError:
+            # Fail closed but not for good: the usage could not be read; the claim expires, it is retried.
+            log.exception("lunora scheduler: %s (due %s) is retried after its lease", row.id, _iso(due_at))
+            return
         except LunoraError as exc:
             log.warning("lunora scheduler: %s (due %s) failed: %s", row.id, _iso(due_at), exc)
             finish("failed", run_id=None, error=f"{type(exc).__name__}: {exc}")

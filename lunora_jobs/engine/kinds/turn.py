@@ -44,7 +44,13 @@ from lunora_jobs.engine.steps import (
     turn_number,
     turn_step,
 )
-from lunora_jobs.errors import AgentChangedError, ConfigurationError, ModelResponseError, ToolInputError
+from lunora_jobs.errors import (
+    AgentChangedError,
+    ConfigurationError,
+    ModelResponseError,
+    QuotaExceededError,
+    ToolInputError,
+)
 from lunora_jobs.loop import PrepareStepArgs, PrepareStepResult, RepairArgs
 from lunora_jobs.memory.inject import with_memory
 from lunora_jobs.models.base import Model, ModelTurn, ToolCall, ToolChoice, ToolSpec, Usage
@@ -100,6 +106,8 @@ class TurnStep(StepKind):
         if deps.settings.stream_deltas:  # fenced by the claim's generation (see engine/deltas.py)
             deltas = TurnDeltas(deps.events, run_info(run).thread_key, run_id=run.id, turn=number,
                                 attempt=claim.step.attempt, generation=claim.step.generation)
+        if deps.quotas is not None:  # one aggregate query, only for an app with quotas
+            deps.quotas.enforce(run.owner, run.tenant)
         result = run_turn(deps, run, agent, number, state.history, deltas)
         usage = result.turn.usage
         run_patch: dict[str, Any] = {"add_turns": 1, "add_input_tokens": usage.input_tokens,
@@ -128,8 +136,9 @@ class TurnStep(StepKind):
         return Work(completion, ReplanTurn(number, result, "recover", rows), NO_ROWS)
 
     def fatal(self, exc: Exception) -> bool:
-        """A configuration error (no such model, no key) or an incompatible deploy fails the run at once."""
-        return isinstance(exc, ConfigurationError | AgentChangedError)
+        """A configuration error (no such model, no key), an incompatible deploy or a quota reached
+        fails the run at once (a usage read that failed is retried: ``QuotaUnavailableError``)."""
+        return isinstance(exc, ConfigurationError | AgentChangedError | QuotaExceededError)
 
     def replan(self, deps: EngineDeps, state: StepState) -> After | None:
         """A completed turn delivered again: dispatch its calls again if they were lost."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lunora_jobs.governance import DAY_MS, GroupBy, UsageFilter, UsageGroup, group_order
+from lunora_jobs.governance import DAY_MS, GroupBy, QuotaWindow, UsageFilter, UsageGroup, group_order
 from lunora_jobs.store.records import UsageEntry
 
 
@@ -28,7 +28,7 @@ def _matches(entry: UsageEntry, where: UsageFilter) -> bool:
 
 
 class MemoryGovernanceMixin:
-    """``usage_groups`` of ``InMemoryStore``."""
+    """``usage_groups`` and ``quota_usage`` of ``InMemoryStore``."""
 
     _usage: list[UsageEntry]
     _lock: Any
@@ -40,6 +40,17 @@ class MemoryGovernanceMixin:
         with self._lock:
             entries = list(self._usage)
         return fold_usage(entries, group_by, start_ms, end_ms, where)
+
+    def quota_usage(self, windows: Sequence[QuotaWindow], end_ms: int) -> list[UsageGroup]:
+        """One total per window (a zero total for an empty one)."""
+        with self._lock:
+            entries = list(self._usage)
+        totals = []
+        for w in windows:
+            where = UsageFilter(**{w.column: w.value})
+            found = fold_usage(entries, None, w.start_ms, end_ms, where)
+            totals.append(found[0] if found else UsageGroup(None))
+        return totals
 
 
 def fold_usage(

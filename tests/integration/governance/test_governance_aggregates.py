@@ -9,23 +9,19 @@ them up in Python.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from governance_stores import MIDNIGHT
 
 from lunora_jobs.governance import DAY_MS, GROUPS, UsageFilter, UsageGroup
 from lunora_jobs.store.base import AgentStore
-from lunora_jobs.store.memory import InMemoryStore
 from lunora_jobs.store.records import UsageEntry
 from lunora_jobs.store.schema import token_usage
-from lunora_jobs.store.sql import create_store
-from lunora_jobs.testing import FakeClock
 
 pytestmark = pytest.mark.integration
 
-MIDNIGHT = 1_764_460_800_000  # 2025-11-30T00:00:00Z
 ACTORS = ["alice", "bob", "ALICE", None]
 TENANTS = ["acme", "globex", None]
 AGENTS = ["support", "billing", None]
@@ -48,21 +44,6 @@ def _history(seed: int, n: int = 240) -> list[UsageEntry]:
             created_at=at,
         ))
     return out
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgresql", "mysql"])
-def store(request: pytest.FixtureRequest) -> Iterator[AgentStore]:
-    clock = FakeClock(MIDNIGHT + 3 * DAY_MS)
-    if request.param == "memory":
-        yield InMemoryStore(clock=clock)
-        return
-    url = request.getfixturevalue({"sqlite": "sqlite_url", "postgresql": "pg_url", "mysql": "mysql_url"}[
-        request.param])
-    made = create_store(url, clock=clock)
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def _stored(store: Any) -> list[dict[str, Any]]:
