@@ -1,7 +1,8 @@
 """The user's ``Lunora`` app in a worker or beat process: loaded once from ``LUNORA_APP``, after the fork.
 
 Database connections must never be shared across processes, so each pool process loads the app as it
-starts (``worker_process_init``) and drops connections inherited from the parent. The worker also
+starts (``worker_process_init``) and drops connections inherited from the parent (an app the parent
+loaded also gets the child's own lease-owner identity). The worker also
 writes ``LUNORA_WORKER_READY_FILE`` once it consumes, for readiness probes.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 from celery import signals
 
 from lunora_jobs.config import Settings
+from lunora_jobs.engine.context import default_worker_id
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +79,20 @@ def _dispose_inherited_connections(lunora_app: Any) -> None:
         dispose(close=False)
 
 
+def _own_identity(lunora_app: Any) -> None:
+    # The lease owner (``host:pid:random``) names the process holding a step: an app inherited from
+    # the main process (loaded there by the preflight) would make every pool process claim under
+    # the main process's pid, and a killed pool process's leases could not be told from its siblings'.
+    deps = getattr(lunora_app, "deps", None)
+    if deps is not None and hasattr(deps, "worker_id"):
+        deps.worker_id = default_worker_id()
+
+
 def _load_app_in_child(**_: Any) -> None:
     """Load the user's app in each pool process as it starts, so the first step does not pay for it."""
     if _app is not None:
         _dispose_inherited_connections(_app)
+        _own_identity(_app)
         return
     if not Settings().app:
         log.warning("lunora: LUNORA_APP is not set; lunora.* tasks fail until it names your app "
