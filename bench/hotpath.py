@@ -12,6 +12,17 @@ turn but the last calls a no-op tool, so a run is ``2*turns - 1`` steps: turns a
 2. **ms per step**: the same runs again on direct connections (no relay), median per step kind: wall
    time, and this process's CPU time (the engine's own cost; on a busy machine the wall time mostly
    measures the wait for a core).
+3. **phases**: where that time goes, per step kind (mean wall ms and CPU ms of each phase):
+   ``claim+read`` (the store calls before the work: run read, claim, history / turn memo — fused in
+   one round trip on PostgreSQL), ``model/tool`` (the scripted model's ``generate`` or the no-op
+   tool), ``completion`` (the store calls recording the result, with the fan-in read), ``dispatch``
+   (the broker publish of what follows), ``notice`` (the live-message PUBLISH of ``MessageNotices``)
+   and ``python`` (everything else: the engine's own code — planning, prompt and message building,
+   hooks). A store call's CPU is its Python (parameters, row decoding, pool checkout); its wall time
+   minus its CPU is mostly the wait on the server.
+
+The app publishes live notices on Redis (``RedisEventBus``), as every app with ``LUNORA_REDIS_URL``
+does, so the notice PUBLISH is counted and timed.
 
 ``--portable`` is an ablation: the store's portable completion (a transaction of five statements)
 instead of the one-statement completion and the pipelined claim/fan-in reads of PostgreSQL.
@@ -61,6 +72,60 @@ class CollectingDispatcher:
         """Nothing to revoke: the queue is never consumed."""
 
 
+PHASES = ("claim+read", "model/tool", "completion", "dispatch", "notice", "python")
+COMPLETION_CALLS = frozenset({"complete_step", "complete_step_and_list_steps", "fail_step"})
+"""Store calls of the completion phase; every other store call on the hot path reads or claims."""
+
+
+class PhaseClock:
+    """Wall and CPU time of one step, split into ``PHASES`` (only the outermost timed call counts)."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        self.cpu: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        self._depth = 0
+
+    def reset(self) -> None:
+        """Start a new step."""
+        for phase in PHASES:
+            self.wall[phase] = self.cpu[phase] = 0.0
+
+    def timed(
+        self, phase: str | Callable[[str], str], name: str, fn: Callable[..., Any]
+    ) -> Callable[..., Any]:
+        """``fn`` wrapped to add its time to ``phase`` (or ``phase(name)``)."""
+        label = phase if isinstance(phase, str) else phase(name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if self._depth:
+                return fn(*args, **kwargs)
+            self._depth += 1
+            began, cpu = time.perf_counter(), time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.wall[label] += (time.perf_counter() - began) * 1000.0
+                self.cpu[label] += (time.process_time() - cpu) * 1000.0
+                self._depth -= 1
+
+        return wrapper
+
+    def instrument(self, app: Any, dispatcher: Any) -> None:
+        """Wrap the app's store calls, its model, its tool, the dispatcher and the notice publish."""
+        store = app.store
+        for name in dir(type(store)):
+            method = getattr(store, name, None)
+            if not name.startswith("_") and callable(method) and name not in ("clock", "engine"):
+                setattr(store, name, self.timed(
+                    lambda n: "completion" if n in COMPLETION_CALLS else "claim+read", name, method))
+        agent = app.registry["hot"]
+        agent.model.generate = self.timed("model/tool", "generate", agent.model.generate)
+        tool = agent.tools["noop"]
+        object.__setattr__(tool, "execute", self.timed("model/tool", "noop", tool.execute))
+        dispatcher.inner.dispatch = self.timed("dispatch", "dispatch", dispatcher.inner.dispatch)
+        app.events.publish = self.timed("notice", "publish", app.events.publish)
+
+
 def build_agent(turns: int) -> Any:
     """An agent whose scripted turn ``i < turns-1`` calls the no-op tool; the last one answers."""
     from lunora_jobs import define_agent, define_tool
@@ -82,6 +147,7 @@ def build_app(
 ) -> tuple[Any, Any]:
     """A ``Lunora`` app on the given endpoints, and its collecting dispatcher."""
     from lunora_jobs import Lunora
+    from lunora_jobs.engine.events import RedisEventBus
     from lunora_jobs.engine.locks import RedisLock
     from lunora_jobs.store import create_store
 
@@ -89,7 +155,8 @@ def build_app(
     store = create_store(db_url)
     store.single_statement_completion = not portable
     app = Lunora([build_agent(turns)], store=store, dispatcher=dispatcher,
-                 lock=RedisLock.from_url(redis_url, prefix=prefix))
+                 lock=RedisLock.from_url(redis_url, prefix=prefix),
+                 events=RedisEventBus.from_url(redis_url, prefix=prefix))
     return app, dispatcher
 
 
@@ -157,6 +224,33 @@ def time_steps(db_url: str, queue: str, prefix: str, args: Any) -> dict[str, tup
             for kind, values in samples.items()}
 
 
+def time_phases(db_url: str, queue: str, prefix: str, args: Any) -> dict[str, dict[str, tuple[float, float]]]:
+    """Per step kind and phase: mean (wall ms, CPU ms) on direct connections."""
+    app, dispatcher = build_app(db_url, f"redis://{REDIS_HOST}:{REDIS_PORT}/0", queue, prefix, args.turns,
+                                args.portable)
+    clock = PhaseClock()
+    clock.instrument(app, dispatcher)
+    samples: dict[str, list[dict[str, tuple[float, float]]]] = defaultdict(list)
+
+    def measure(kind: str, fn: Callable[[], Any]) -> None:
+        clock.reset()
+        began, cpu = time.perf_counter(), time.process_time()
+        fn()
+        wall, used = (time.perf_counter() - began) * 1000.0, (time.process_time() - cpu) * 1000.0
+        clock.wall["python"] = wall - sum(clock.wall[p] for p in PHASES if p != "python")
+        clock.cpu["python"] = used - sum(clock.cpu[p] for p in PHASES if p != "python")
+        samples[kind].append({p: (clock.wall[p], clock.cpu[p]) for p in PHASES})
+
+    try:
+        drive(app, dispatcher, 1, lambda kind, fn: fn())
+        drive(app, dispatcher, args.runs, measure)
+    finally:
+        app.close()
+    return {kind: {p: (statistics.mean(s[p][0] for s in rows), statistics.mean(s[p][1] for s in rows))
+                   for p in PHASES}
+            for kind, rows in samples.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run both phases and print the report."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -175,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         trips = count_trips(db_url, queue, prefix, args)
         ms = time_steps(db_url, queue, prefix, args)
+        phases = time_phases(db_url, queue, prefix, args)
     finally:
         client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT)
         client.delete(queue, f"_kombu.binding.{queue}", *client.scan_iter(f"{prefix}:*"))
@@ -190,6 +285,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {kind:5s}: {pg_rt:4.1f} PostgreSQL round trips ({sql:.1f} statements), "
               f"{redis_rt:.1f} Redis round trips, {ms[kind][0]:6.2f} ms/step (median; "
               f"{ms[kind][1]:.2f} ms CPU)")
+    print("phases, mean ms per step: wall / CPU (this process)")
+    print("         " + "".join(f"{p:>16s}" for p in PHASES))
+    for kind in sorted(phases):
+        print(f"  {kind:5s}: " + "".join(f"{w:8.2f}/{c:<7.2f}" for w, c in phases[kind].values()))
     return 0
 
 

@@ -11,7 +11,7 @@ The five writes of a completion become data-modifying CTEs of a single statement
                      WHERE id = (SELECT thread_id FROM run_row) AND EXISTS (SELECT FROM done)
                      RETURNING id, next_seq),
          msg     AS (INSERT INTO agent_messages SELECT ..., thr.next_seq - n + v.i, ...
-                     FROM thr, unnest(<one array per column>) v ON CONFLICT (thread_id, key) DO NOTHING),
+                     FROM thr, json_to_recordset(:messages) v ON CONFLICT (thread_id, key) DO NOTHING),
          usage   AS (INSERT INTO agent_token_usage SELECT ... FROM done, run_row),
          upd     AS (UPDATE agent_runs SET <patch> WHERE id = :run AND EXISTS (SELECT FROM done))
     SELECT count(*) FROM done
@@ -22,13 +22,14 @@ for this statement to commit — a cancelled run never gets a result, and every 
 the same order (run, step, thread). A single statement is atomic by itself.
 
 The SQL text depends only on the completion's *shape* (which patches, messages or not, usage or
-not), never on its values or its number of messages (they travel as arrays), so it is built once
+not), never on its values or its number of messages (they travel as one JSON document), so it is built once
 per shape and cached here, and the server's prepared statement is reused from the 6th step on.
 Building it with SQLAlchemy Core instead cost ~4 ms of Python per step (uncacheable VALUES).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -37,7 +38,7 @@ from lunora_jobs.store._codec import RUN_ADD, RUN_JSON, RUN_SET, dump, split_pat
 from lunora_jobs.store.records import NewMessage
 from lunora_jobs.store.sql._rows import message_rows
 
-_MESSAGE_ARRAYS = (
+_MESSAGE_COLUMNS = (
     ("id", "text"), ("key", "text"), ("role", "text"), ("content", "text"), ("run_id", "text"),
     ("tool_calls", "text"), ("tool_call_id", "text"), ("name", "text"), ("metadata", "text"),
 )
@@ -88,9 +89,12 @@ def completion_sql(
     if batch:
         params["n"] = len(batch)
         rows = message_rows("", batch, 1, now)  # "seq" is the 1-based position in the batch here
-        params["m_i"] = [row["seq"] for row in rows]
-        for column, _ in _MESSAGE_ARRAYS:
-            params[f"m_{column}"] = [row[column] for row in rows]
+        # One JSON document, not an array per column: psycopg dumps a list parameter in Python,
+        # element by element (~0.2 ms per completion), json.dumps runs in C.
+        params["m"] = json.dumps(
+            [{"i": row["seq"], **{column: row[column] for column, _ in _MESSAGE_COLUMNS}} for row in rows],
+            ensure_ascii=False,
+        )
     if usage is not None:
         params.update({f"u_{column}": value for column, value in usage.items()})
     shape: Shape = (
@@ -122,14 +126,13 @@ def _sql(shape: Shape) -> str:
             " RETURNING id, next_seq)"
         )
         if has_messages:
-            arrays = ", ".join(f"%(m_{c})s::{t}[]" for c, t in _MESSAGE_ARRAYS)
-            names = ", ".join(c for c, _ in _MESSAGE_ARRAYS)
+            record = ", ".join(f"{c} {t}" for c, t in _MESSAGE_COLUMNS)
             parts.append(
                 "msg AS (INSERT INTO agent_messages (id, thread_id, key, seq, role, content, run_id,"
                 " tool_calls, tool_call_id, name, metadata, created_at)"
                 " SELECT v.id, thr.id, v.key, thr.next_seq - %(n)s + v.i, v.role, v.content, v.run_id,"
                 " v.tool_calls, v.tool_call_id, v.name, v.metadata, %(now)s"
-                f" FROM thr CROSS JOIN unnest(%(m_i)s::bigint[], {arrays}) AS v(i, {names})"
+                f" FROM thr CROSS JOIN json_to_recordset(%(m)s::json) AS v(i bigint, {record})"
                 " ON CONFLICT (thread_id, key) DO NOTHING)"
             )
     if has_usage:

@@ -36,7 +36,8 @@ def pipelined(conn: Connection, statements: Sequence[tuple[str, Mapping[str, Any
                 cursor = raw.cursor(row_factory=dict_row)
                 cursor.execute(sql, params)
                 cursors.append(cursor)
-        return [cursor.fetchall() if cursor.description else [] for cursor in cursors]
+        # The result's status, not ``cursor.description``: that builds a Column object per column.
+        return [cursor.fetchall() if _has_rows(cursor) else [] for cursor in cursors]
     except psycopg.Error as exc:
         lost = bool(conn.dialect.is_disconnect(exc, raw, None))  # type: ignore[arg-type]
         if lost:
@@ -44,6 +45,13 @@ def pipelined(conn: Connection, statements: Sequence[tuple[str, Mapping[str, Any
         raise sa.exc.DBAPIError.instance(
             sql, dict(params), exc, psycopg.Error, connection_invalidated=lost, dialect=conn.dialect
         ) from exc
+
+
+def _has_rows(cursor: Any) -> bool:
+    from psycopg.pq import ExecStatus
+
+    result = cursor.pgresult
+    return result is not None and result.status == ExecStatus.TUPLES_OK
 
 
 class Record:
