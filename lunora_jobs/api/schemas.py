@@ -170,6 +170,13 @@ class CancelOut(_Out):
     status: str
 
 
+class RetryOut(_Out):
+    """What a retry did: the run is running again from the step it failed at."""
+
+    status: str
+    steps: list[str] = Field(description="The steps given fresh attempts (completed ones stay memoized).")
+
+
 class ThreadOut(_Out):
     """A thread (conversation)."""
 

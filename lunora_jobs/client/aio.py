@@ -60,6 +60,10 @@ class AsyncClient:
         """Cancel the run; False when it had already ended."""
         return bool(p.checked(await self._http.post(p.run_path(run_id, "/cancel")))["cancelled"])
 
+    async def retry(self, run_id: str) -> list[str]:
+        """Resume a failed run from the step it failed at; the steps given fresh attempts."""
+        return list(p.checked(await self._http.post(p.run_path(run_id, "/retry")))["steps"])
+
     async def thread(self, thread_key: str) -> dict[str, Any]:
         """The thread."""
         data: dict[str, Any] = p.checked(await self._http.get(p.thread_path(thread_key)))

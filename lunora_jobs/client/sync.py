@@ -63,6 +63,10 @@ class Client:
         """Cancel the run; False when it had already ended."""
         return bool(p.checked(self._http.post(p.run_path(run_id, "/cancel")))["cancelled"])
 
+    def retry(self, run_id: str) -> list[str]:
+        """Resume a failed run from the step it failed at; the steps given fresh attempts."""
+        return list(p.checked(self._http.post(p.run_path(run_id, "/retry")))["steps"])
+
     # -- threads ------------------------------------------------------------------------------------
     def thread(self, thread_key: str) -> dict[str, Any]:
         """The thread (status, active run, state, usage)."""

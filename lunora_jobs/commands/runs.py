@@ -1,4 +1,4 @@
-"""``lunora runs list|show|cancel``: the runs in the database and each one's step timeline."""
+"""``lunora runs list|show|cancel|retry``: the runs in the database and each one's step timeline."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from lunora_jobs.commands._common import (
 )
 
 NAME = "runs"
-group = typer.Typer(help="Runs: list them, show one's step timeline, cancel one.", no_args_is_help=True)
+group = typer.Typer(help="Runs: list them, show one's step timeline, cancel one, retry a failed one.",
+                    no_args_is_help=True)
 
 
 
@@ -105,3 +106,26 @@ def cancel(
             typer.echo(f"cancelled run {run_id} (was {run.status})")
         else:
             typer.echo(f"run {run_id} had already ended ({run.status}); nothing to cancel")
+
+
+@group.command("retry")
+def retry(
+    run_id: Annotated[str, typer.Argument(help="The failed run's id (`lunora runs list --status failed`).")],
+    debug: DebugOption = False,
+) -> None:
+    """Resume a failed run from the step it failed at: completed steps are not run again. Needs LUNORA_APP.
+
+    Example: LUNORA_APP=myproject.agents:app lunora runs retry 3f2a...
+    """
+    from lunora_jobs.errors import ConflictError, NotFoundError
+
+    with guard(debug):
+        app = open_app()
+        try:
+            steps = app.runs.retry(run_id, trusted=True)  # the operator's CLI: no owner gate
+        except NotFoundError:
+            raise CommandError(f"no run {run_id!r}", "`lunora runs list` shows the run ids") from None
+        except ConflictError as exc:
+            raise CommandError(str(exc), "`lunora runs show RUN_ID` shows its status") from None
+        fresh = ", ".join(steps) if steps else "none (it failed between steps)"
+        typer.echo(f"retrying run {run_id}: fresh attempts for {fresh}")

@@ -1,4 +1,4 @@
-"""Runs: start (or continue a thread), status, cancel."""
+"""Runs: start (or continue a thread), status, cancel, retry."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from lunora_jobs.api.runs_page import Cursor, Filter, RunStatus, list_runs
 from lunora_jobs.api.schemas import (
     CancelOut,
     Key,
+    RetryOut,
     RunAccepted,
     RunOut,
     RunPage,
@@ -25,6 +26,7 @@ from lunora_jobs.api.schemas import (
 from lunora_jobs.api.timeline import step_view
 from lunora_jobs.api.views import run_view
 from lunora_jobs.errors import ConflictError, NotFoundError
+from lunora_jobs.store.records import RunRecord
 
 _IDEMPOTENCY = uuid.UUID("6f1c2a7e-9a53-4c55-9d0e-3b7f0d1e2a41")
 
@@ -124,13 +126,25 @@ def router(ctx: ApiContext) -> APIRouter:
     @api.post("/runs/{run_id}/cancel", response_model=CancelOut, responses=problem_responses(404, 409))
     def cancel_run(run_id: RunId, who: Identity = identity) -> CancelOut:
         """Cancel the run (its thread becomes ``cancelled``); ``cancelled`` is False if it had ended."""
-        run = visible_run(ctx.store, run_id, who)
+        run = _registered(visible_run(ctx.store, run_id, who))
+        cancelled = ctx.lunora.agents[run.agent].cancel(run.id)
+        current = ctx.store.get_run(run.id) or run
+        return CancelOut(cancelled=cancelled, status=current.status)
+
+    @api.post("/runs/{run_id}/retry", response_model=RetryOut, responses=problem_responses(404, 409))
+    def retry_run(run_id: RunId, who: Identity = identity) -> RetryOut:
+        """Resume a failed run from the step it failed at (completed steps are not run again); 409
+        when the run is not failed or its thread has another run in flight."""
+        run = _registered(visible_run(ctx.store, run_id, who))
+        steps = ctx.lunora.runs.retry(run.id, trusted=True)  # visible_run was the owner gate
+        current = ctx.store.get_run(run.id) or run
+        return RetryOut(status=current.status, steps=steps)
+
+    def _registered(run: RunRecord) -> RunRecord:
         if run.agent not in ctx.lunora.agents:
             raise ProblemError(409, "agent-not-registered",
                                f"agent {run.agent!r} is not registered in this API process; "
                                "load the same LUNORA_APP as the workers.")
-        cancelled = ctx.lunora.agents[run.agent].cancel(run.id)
-        current = ctx.store.get_run(run.id) or run
-        return CancelOut(cancelled=cancelled, status=current.status)
+        return run
 
     return api

@@ -7,6 +7,8 @@ turn must — so the workers and the API process agree on every turn:
 - ``charge <amount>``: calls ``charge_card`` (approval needed above 5000), then reports the result;
 - ``block <v>``: calls ``block``, which waits until the test sets ``<prefix>:release`` in Redis;
 - ``remember <v>``: writes the synced state;
+- ``flaky <amount>``: charges ``amount`` (no approval below 5000), then its next turn is refused with
+  an HTTP 400-like error (terminal: the run fails at once) until the test sets ``<prefix>:fixed``;
 - anything else is answered directly.
 
 With ``API_STREAM_MODEL_URL`` set, the ``streamer`` agent answers through the OpenAI adapter from
@@ -72,6 +74,12 @@ remember = define_tool(name="remember", description="Remember a note.", input_sc
                        execute=_remember)
 
 
+class ProviderRefused(Exception):
+    """Shaped like an SDK's status error: HTTP 400 is terminal (no retry can fix it)."""
+
+    status_code = 400
+
+
 class ApiInputModel:
     """See the module docstring."""
 
@@ -87,6 +95,8 @@ class ApiInputModel:
         text = str(messages[last_user].get("content") if users else "")
         results = [m for m in messages[last_user + 1 :] if m.get("role") == "tool"]
         verb, _, arg = text.partition(" ")
+        if verb == "flaky" and results and not _redis().exists(_key("fixed")):
+            raise ProviderRefused("HTTP 400: the provider refused this turn")
         if verb == "count":
             done = len(results)
             if done < int(arg):
@@ -94,8 +104,8 @@ class ApiInputModel:
             return ModelTurn(text=f"counted {arg}")
         if results:
             return ModelTurn(text=f"saw: {results[-1].get('content')}")
-        if verb == "charge":
-            return ModelTurn(tool_calls=[ToolCall(f"charge-{arg}", "charge_card", {"amount": float(arg)})])
+        if verb in ("charge", "flaky"):
+            return ModelTurn(tool_calls=[ToolCall(f"{verb}-{arg}", "charge_card", {"amount": float(arg)})])
         if verb == "block":
             return ModelTurn(tool_calls=[ToolCall(f"block-{arg}", "block", {"value": arg})])
         if verb == "remember":

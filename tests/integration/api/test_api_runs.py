@@ -91,6 +91,31 @@ def test_cancel_a_running_run(stack: ApiStack) -> None:
     assert alice.get("/threads/t-c").json()["status"] == "cancelled"
 
 
+def test_retry_resumes_a_failed_run_on_the_worker_from_its_failed_turn(stack: ApiStack) -> None:
+    stack.start_worker()
+    api = stack.start_api()
+    alice, bob = stack.client(api, "alice"), stack.client(api, "bob")
+    body = {"agent": "support", "input": "flaky 7", "thread_key": "t-r"}
+    run_id = alice.post("/runs", json=body).json()["id"]
+    failed = stack.wait_status(run_id, "failed")
+    assert "HTTP 400" in (failed.error or "") and stack.redis.llen(f"{stack.prefix}:charges") == 1
+    assert bob.post(f"/runs/{run_id}/retry").status_code == 404  # another owner's run does not exist
+    assert alice.post("/runs/no-such-run/retry").status_code == 404
+    stack.redis.set(f"{stack.prefix}:fixed", "1")
+    retried = alice.post(f"/runs/{run_id}/retry")
+    assert retried.status_code == 200, retried.text
+    assert retried.json() == {"status": "running", "steps": ["llm:turn:1"]}
+    stack.wait_status(run_id, "completed")
+    run = alice.get(f"/runs/{run_id}").json()
+    assert run["text"] == "saw: charged 7" and run["error"] is None
+    assert stack.redis.llen(f"{stack.prefix}:charges") == 1  # the completed tool step was not run again
+    steps = {s["name"]: s["attempt"] for s in alice.get(f"/runs/{run_id}/steps").json()["steps"]}
+    assert steps == {"llm:turn:0": 1, "tool:charge_card:flaky-7": 1, "llm:turn:1": 1}
+    again = alice.post(f"/runs/{run_id}/retry")
+    assert again.status_code == 409 and again.headers["content-type"] == PROBLEM
+    assert "completed, not failed" in again.json()["detail"]
+
+
 def test_idempotent_start_and_conflicts(stack: ApiStack) -> None:
     stack.start_worker()
     api = stack.start_api()

@@ -1,5 +1,5 @@
 """The operator's CLI through typer's ``CliRunner`` on the embedded default (SQLite, in-process
-dispatch): run and follow, approvals, runs list/show/cancel, schedules list/cancel, generate, and
+dispatch): run and follow, approvals, runs list/show/cancel/retry, schedules list/cancel, generate, and
 errors a user can cause as one line plus the fix."""
 
 from __future__ import annotations
@@ -29,8 +29,20 @@ APP_MODULE = textwrap.dedent('''
     billing = define_agent(name="billing", instructions="Bill.", tools=[refund], model=ScriptedModel([
         tool_call_turn("call_1", "refund", {"amount": 5}), final_turn("refund done")]))
 
+    class Flaky:
+        """Down until the file ``fixed`` exists in the working directory."""
+        name = "flaky"
+
+        def generate(self, messages, **options):
+            import os
+            if not os.path.exists("fixed"):
+                raise TimeoutError("model down")
+            return final_turn("recovered")
+
+    flaky = define_agent(name="flaky", instructions="Try.", model=Flaky(), retry={"max_attempts": 1})
+
     def app():
-        return Lunora.from_env(agents=[support, billing], settings=Settings(scheduler_thread=False))
+        return Lunora.from_env(agents=[support, billing, flaky], settings=Settings(scheduler_thread=False))
 ''')
 
 
@@ -102,6 +114,20 @@ def test_runs_cancel(project: Path) -> None:
     assert cancelled.exit_code == 0 and f"cancelled run {run['id']}" in cancelled.stdout, cancelled.output
     twice = lunora("runs", "cancel", run["id"])
     assert "already ended (cancelled)" in twice.stdout
+
+
+def test_runs_retry_resumes_a_failed_run(project: Path) -> None:
+    assert lunora("run", "flaky", "try", "--thread", "t-f").exit_code == 1  # the run failed
+    listed = lunora("runs", "list", "--json", "--status", "failed").stdout
+    (run,) = [json.loads(line) for line in listed.splitlines()]
+    _one_line_error(lunora("runs", "retry", "nope"), "no run 'nope'", "lunora runs list")
+    (project / "fixed").write_text("")
+    retried = lunora("runs", "retry", run["id"])
+    assert retried.exit_code == 0, retried.output
+    assert f"retrying run {run['id']}: fresh attempts for llm:turn:0" in retried.stdout
+    shown = json.loads(lunora("runs", "show", run["id"], "--json").stdout)
+    assert shown["status"] == "completed" and shown["error"] is None
+    _one_line_error(lunora("runs", "retry", run["id"]), "is completed, not failed", "lunora runs show")
 
 
 def test_schedules_list_and_cancel(project: Path) -> None:
