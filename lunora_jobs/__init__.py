@@ -41,6 +41,7 @@ from lunora_jobs.errors import (
     StepExhaustedError,
     ToolError,
     ToolInputError,
+    UnknownAgentError,
     UnknownModelProviderError,
 )
 from lunora_jobs.governance import Quota
@@ -131,6 +132,7 @@ __all__ = [
     "ToolDefinition",
     "ToolError",
     "ToolInputError",
+    "UnknownAgentError",
     "UnknownModelProviderError",
     "Usage",
     "agent_as_tool",

@@ -176,6 +176,12 @@ class Settings(RagSettings):
     lease_s: float = Field(default=6.0, gt=0, validation_alias=AliasChoices("LUNORA_LEASE_S", "lease_s"))
     """Seconds a step's claim lasts unless renewed (the worker renews it while the step runs): a
     killed worker's step is taken over about this long after the kill (see ``engine/leases.py``)."""
+    unknown_agent_s: float = Field(
+        default=300.0, gt=0, validation_alias=AliasChoices("LUNORA_UNKNOWN_AGENT_S", "unknown_agent_s")
+    )
+    """Seconds a running run may wait unclaimed while no live worker declares its agent before the
+    sweep fails it with ``UnknownAgentError`` (workers declare their app's agents as they start and on
+    every sweep; a declaration older than this is not live)."""
     sweep_grace_ms: int | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_SWEEP_GRACE_MS", "sweep_grace_ms")
     )

@@ -50,6 +50,12 @@ class RunNotFailedError(ConflictError):
     completed or cancelled). Only a failed run can be retried; start a new run otherwise."""
 
 
+class UnknownAgentError(LunoraError):
+    """No live worker declares the run's agent: nobody claimed the run within ``LUNORA_UNKNOWN_AGENT_S``
+    and the sweep failed it (a deploy forgot the agent, or no worker pool consumes its queue). Add
+    the agent to the app named by ``LUNORA_APP`` on the workers, then start the run again."""
+
+
 class LeaseLostError(LunoraError):
     """A step's lease was taken over (its fencing generation moved on); the result was not applied."""
 

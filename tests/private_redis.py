@@ -52,12 +52,7 @@ class PrivateRedis:
         for _ in range(5):  # another process may take the probed port before the server binds it
             port = free_port()
             log = root / "redis.log"
-            proc = subprocess.Popen(
-                [path, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(root), "--save", "",
-                 "--appendonly", "no", "--databases", "16", "--logfile", str(log)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
-            server = cls(root, port, proc)
+            server = cls(root, port, _spawn(path, port, root))
             if server._wait_ready(timeout):
                 return server
             last = log.read_text(errors="replace")[-2000:] if log.exists() else ""
@@ -72,6 +67,19 @@ class PrivateRedis:
     def client(self, db: int = 0, *, decode_responses: bool = False) -> redis.Redis:
         """A redis-py client on database ``db``."""
         return redis.Redis.from_url(self.url(db), decode_responses=decode_responses)
+
+    def pause(self) -> None:
+        """Stop the server process (an outage); ``resume`` starts it again on the same port."""
+        self._terminate()
+
+    def resume(self, timeout: float = 20.0) -> None:
+        """Start the server again on its port after ``pause``, empty (it keeps no data on disk)."""
+        path = shutil.which("redis-server")
+        if path is None:
+            raise RedisUnavailable("redis-server not found on PATH")
+        self.proc = _spawn(path, self.port, self.root)
+        if not self._wait_ready(timeout):
+            raise RedisUnavailable(f"redis-server did not come back on port {self.port}")
 
     def stop(self) -> None:
         """Stop the server and remove its folder."""
@@ -101,3 +109,12 @@ class PrivateRedis:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+
+
+def _spawn(path: str, port: int, root: Path) -> subprocess.Popen[bytes]:
+    """``redis-server`` on loopback ``port``, no persistence, its log in ``root``."""
+    return subprocess.Popen(
+        [path, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(root), "--save", "",
+         "--appendonly", "no", "--databases", "16", "--logfile", str(root / "redis.log")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )

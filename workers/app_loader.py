@@ -93,15 +93,31 @@ def _load_app_in_child(**_: Any) -> None:
     if _app is not None:
         _dispose_inherited_connections(_app)
         _own_identity(_app)
+        _declare_agents(_app)
         return
     if not Settings().app:
         log.warning("lunora: LUNORA_APP is not set; lunora.* tasks fail until it names your app "
                     "(e.g. LUNORA_APP=myproject.agents:app)")
         return
     try:
-        get_app()
+        lunora_app = get_app()
     except Exception:  # a broken LUNORA_APP is reported on every task too; keep the process alive
         log.exception("lunora: could not load LUNORA_APP in the worker process")
+        return
+    _declare_agents(lunora_app)
+
+
+def _declare_agents(lunora_app: Any) -> None:
+    """Record that this worker serves the app's agents (a run of an agent nobody declares fails
+    with ``UnknownAgentError`` after ``LUNORA_UNKNOWN_AGENT_S``). Best-effort: a database still
+    starting must not stop the worker, and the app's sweep declares them again."""
+    declare = getattr(lunora_app, "declare_agents", None)
+    if not callable(declare):
+        return
+    try:
+        declare()
+    except Exception as exc:
+        log.warning("lunora: could not declare this worker's agents yet (%s); its sweep retries", exc)
 
 
 signals.worker_process_init.connect(_load_app_in_child, weak=False)

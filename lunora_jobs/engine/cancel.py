@@ -9,7 +9,8 @@ False). From then on:
   checks the run's status inside the completion's transaction, under the run's row lock — so no
   message, usage or state of it lands after the cancel;
 - queued broker tasks of the run are revoked (best-effort: the ledger is the authority);
-- the thread moves to ``cancelled`` and is freed, and the next queued run (if any) starts;
+- the thread moves to ``cancelled`` and is freed in the same statement as the run, and the next
+  queued run (if any) starts;
 - the child runs it waits on (``agent_as_tool``, ``children.py``) are cancelled with it.
 """
 
@@ -30,17 +31,17 @@ def cancel_run(deps: EngineDeps, run_id: str, *, promote: bool = True) -> bool:
     run = store.get_run(run_id)
     if run is None:
         raise NotFoundError(f"no run {run_id!r}")
-    if not store.transition_run(run_id, OPEN, status="cancelled", stopped="cancelled"):
+    # Only this run's end can take the slot from it, so whether it holds the thread is known now.
+    thread = store.get_thread_by_id(run.thread_id)
+    if not store.transition_run_and_thread(run_id, OPEN, thread_status="cancelled", release=True,
+                                           status="cancelled", stopped="cancelled"):
         return False
     deps.dispatcher.revoke(run_id)
     for child in waited_children(store, run_id):  # agent_as_tool: the children go with their parent
         cancel_run(deps, child)
     if run.status == "queued":
         store.dequeue_run(run.thread_id, run_id)
-    thread = store.get_thread_by_id(run.thread_id)
     if thread is not None and thread.active_run_id == run_id:
-        store.patch_thread(thread.id, status="cancelled")
-        store.release_thread(thread.id, run_id)
         if promote:
             run_ended(deps, run, "cancelled")
         else:

@@ -63,6 +63,9 @@ class EngineDeps:
     leases: LeaseKeeper = field(init=False, repr=False)
     """Keeps the leases of this process's running steps alive (renewing them in ``store``)."""
     _models: dict[str, Model] = field(default_factory=dict, repr=False)
+    registry_checked_at: int = field(default=0, repr=False, compare=False)
+    """When this process's sweep last declared its agents and looked for undeclared runs
+    (``engine/registry.py`` does that a few times per ``LUNORA_UNKNOWN_AGENT_S``, not every tick)."""
 
     def __post_init__(self) -> None:
         # Through ``self.store`` at call time: a test may swap the store after building the deps.

@@ -50,6 +50,13 @@ class Dispatcher(Protocol):
         ...
 
 
+def runs_inline(dispatcher: Dispatcher) -> bool:
+    """Whether ``dispatch`` runs the steps in its caller (``runs_inline = True`` on the class, like
+    ``InProcessDispatcher``): no broker can lose such a dispatch, so a start keeps no outbox row for it,
+    and an error its steps raise reaches the caller."""
+    return bool(getattr(dispatcher, "runs_inline", False))
+
+
 class InProcessDispatcher:
     """Runs dispatched steps inline by draining a local queue in a loop.
 
@@ -60,6 +67,8 @@ class InProcessDispatcher:
 
         dispatcher = InProcessDispatcher(lambda task: engine.execute(task.run_id, task.step))
     """
+
+    runs_inline = True
 
     def __init__(
         self, runner: Callable[[StepTask], None] | None = None, *, history: int = 1000,

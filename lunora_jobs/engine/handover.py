@@ -10,6 +10,7 @@ exist yet belongs to a start in progress — unless the thread has not moved for
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import StepTask
@@ -24,16 +25,24 @@ STALE_SLOT_MS = 60_000
 ADMIT_ROUNDS = 4
 
 
+def input_text(value: Any) -> str:
+    """The user message text for a run input (non-strings as JSON)."""
+    return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+
+
+def user_message(run_id: str, value: Any) -> NewMessage:
+    """The run's user message for input ``value``, keyed ``<run_id>:user:0``."""
+    return NewMessage(key=message_key(run_id, "user", user_position()), role="user",
+                      content=input_text(value), run_id=run_id)
+
+
 def open_run(deps: EngineDeps, run: RunRecord) -> None:
     """Write the run's user message and mark its thread running (the caller dispatches next).
 
     The message is keyed ``<run_id>:user:0``: repeating this after a crash is harmless.
     """
     info = run_info(run)
-    text = info.input if isinstance(info.input, str) else json.dumps(info.input, default=str, sort_keys=True)
-    user = NewMessage(key=message_key(run.id, "user", user_position()), role="user", content=text,
-                      run_id=run.id)
-    deps.store.append_message(run.thread_id, user)
+    deps.store.append_message(run.thread_id, user_message(run.id, info.input))
     deps.store.patch_thread(run.thread_id, status="running")
     deps.events.publish(info.thread_key, {"type": "status", "status": "running", "run_id": run.id})
 

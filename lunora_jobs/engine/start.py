@@ -1,4 +1,8 @@
-"""Starting a run: thread, active-run slot (or the queue), run row, user message, first dispatch.
+"""Starting a run: thread, active-run slot (or the queue), then in ONE transaction the run row, its user
+message and its first dispatch's outbox row (or its queue row); then the dispatch is sent.
+
+``run()`` either returns a handle whose run will execute, or raises with no run recorded: a broker
+that refuses the first dispatch only delays the run (``engine/outbox.py``).
 
 The run row stores what later steps must not re-evaluate (``runinfo.py``): the thread key and the
 system instructions, resolved here once (an ``instructions`` callable never runs again on replay).
@@ -8,7 +12,6 @@ Who may own the thread is decided by ``admission.admit`` (the ``on_concurrent_ru
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +20,13 @@ from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.admission import admit
 from lunora_jobs.engine.cancel import cancel_run
 from lunora_jobs.engine.context import EngineDeps
-from lunora_jobs.engine.handover import open_run, promote_next
+from lunora_jobs.engine.handover import input_text, promote_next, user_message
+from lunora_jobs.engine.outbox import outbox_entries, send_started
 from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.runinfo import RunInfo, run_info
 from lunora_jobs.engine.shape import agent_shape
 from lunora_jobs.errors import OwnerRequiredError, RunInputError
-from lunora_jobs.store.records import NewRun
+from lunora_jobs.store.records import NewRun, RunOpening
 from lunora_jobs.telemetry.base import RunStart, start_trace
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -36,11 +40,6 @@ class RunHandle:
 
     id: str
     thread_key: str
-
-
-def input_text(value: Any) -> str:
-    """The user message text for a run input (non-strings as JSON)."""
-    return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
 
 
 def start_run(
@@ -94,6 +93,7 @@ def start_run(
     if as_system and owner is None:
         owner = thread.owner  # the run is recorded as the owner's, like an admin's start through the API
     owns = admit(deps, agent, thread, run_id)
+    first = tuple(plan_start(run_id, agent.memory_reads).dispatch) if owns else ()
     try:
         instructions = agent.resolve_instructions(
             {"run_id": run_id, "thread_key": key, "owner": owner, "input": input}
@@ -107,19 +107,25 @@ def start_run(
         timeout_ms = None if agent.run_timeout_s is None else int(agent.run_timeout_s * 1000)
         info = RunInfo(input, key, instructions, title, trace, shape.version, shape.tools, parent,
                        agent.retry, timeout_ms, None if timeout_ms is None else deps.now() + timeout_ms)
-        run = store.create_run(NewRun(
+        # One transaction: the run, and its user message + thread status + first dispatch (the
+        # outbox, engine/outbox.py) or its place in the queue. All recorded, or nothing and we raise.
+        opening = RunOpening(enqueue=True)
+        if owns:
+            opening = RunOpening(
+                message=user_message(run_id, input), thread_status="running",
+                outbox=outbox_entries(deps, agent.name, first),
+            )
+        store.create_run(NewRun(
             run_id, thread.id, agent.name, info.to_json(), owner=owner, tenant=tenant,
             status="running" if owns else "queued",
-        ))
-        if owns:
-            open_run(deps, run)
+        ), opening)
     except BaseException:
         if owns:
             store.release_thread(thread.id, run_id)
         raise
     if owns:
-        deps.dispatcher.dispatch(plan_start(run_id, agent.memory_reads).dispatch)
+        deps.events.publish(key, {"type": "status", "status": "running", "run_id": run_id})
+        send_started(deps, run_id, first)  # a broker outage only delays the run: the sweep sends it
     else:
-        store.enqueue_run(thread.id, run_id)
         promote_next(deps, thread.id)  # the owner may have ended between our check and our enqueue
     return RunHandle(run_id, key)

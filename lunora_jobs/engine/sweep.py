@@ -16,6 +16,10 @@ A stalled run (1, 2) past the deadline its ``run_timeout_s`` set fails with ``Ru
 instead (read from the run row in hand: no query). A parked run is not read, so its deadline is
 checked when its decision wakes it.
 
+Before those, the start outbox's leftovers are sent (``engine/outbox.py``: a broker that was down
+when ``run()`` committed); after them, a few times per ``LUNORA_UNKNOWN_AGENT_S``, runs that no live
+worker's app declares fail with ``UnknownAgentError`` (``engine/registry.py``).
+
 The claim dedupes a dispatch that was not lost after all. A step whose lease expired
 ``max_attempts`` times fails the run when the re-dispatched task claims it (the poison-step rule),
 so the sweep never loops on a step that kills its worker. A pass examines at most ``budget`` runs.
@@ -39,9 +43,11 @@ from lunora_jobs.engine.dispatch import StepTask
 from lunora_jobs.engine.handover import promote_stalled
 from lunora_jobs.engine.locks import SWEEP_LOCK_ID, contended
 from lunora_jobs.engine.memo import TurnResult, latest_turn
+from lunora_jobs.engine.outbox import drain_outbox
 from lunora_jobs.engine.pipeline import replan
 from lunora_jobs.engine.pipeline.dispatch import fail_run
 from lunora_jobs.engine.plan import plan_start
+from lunora_jobs.engine.registry import registry_pass
 from lunora_jobs.engine.runinfo import recorded_deadline, timeout_error
 from lunora_jobs.engine.steps import turn_step
 from lunora_jobs.memory.rows import rows_for
@@ -125,6 +131,8 @@ def _sweep_pass(deps: EngineDeps, batch: int, grace_ms: int, budget: int) -> Swe
         report.scanned += 1
         return True
 
+    # 0. Starts whose first dispatch the broker did not take (it was down): their outbox rows.
+    report.dispatched.extend(drain_outbox(deps, agents, batch))
     # 1. A dead worker's steps: a lapsed lease means its holder stopped renewing it. Stalled now.
     lapsed = _paged(lambda after: store.lapsed_steps(now, agents=agents, limit=batch, after=after),
                     lambda row: (row.lease_expires_at, row.run_id, row.name), batch)
@@ -167,6 +175,9 @@ def _sweep_pass(deps: EngineDeps, batch: int, grace_ms: int, budget: int) -> Swe
         started = promote_stalled(deps, thread_id)
         if started is not None:
             report.dispatched.extend(plan_start(started).dispatch)
+    # 6. Runs whose agent no live worker of any app declares, unclaimed past the bound: failed
+    #    (UnknownAgentError) instead of hanging. Due a few times per bound, not every tick.
+    report.failed.extend(registry_pass(deps, batch))
     return report
 
 

@@ -26,6 +26,7 @@ from lunora_jobs.engine.keys import DEFAULT_PREFIX
 from lunora_jobs.engine.locks import LocalLock, RedisLock, RunLock
 from lunora_jobs.engine.notices import MessageNotices
 from lunora_jobs.engine.pipeline import Engine, StepOutcome
+from lunora_jobs.engine.registry import declare
 from lunora_jobs.engine.sweep import SweepReport, sweep
 from lunora_jobs.errors import ConfigurationError
 from lunora_jobs.governance import Quota, QuotaPolicy, checked_quotas
@@ -223,6 +224,12 @@ class Lunora:
             self.hooks.sweep_finished(len(report.dispatched), len(report.finished), len(report.failed))
         return report
 
+
+    def declare_agents(self) -> None:
+        """Record in the store that a live worker serves this app's agents (each worker process does
+        it as it loads the app; the sweep renews it). A run whose agent no live worker declares fails
+        with ``UnknownAgentError`` instead of hanging (``engine/registry.py``)."""
+        declare(self.deps)
 
     def dispatch_due(self) -> DueReport:
         """Start the delayed runs and cron fires that came due — what beat's tick task calls."""

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lunora_jobs.errors import ConflictError
-from lunora_jobs.store._codec import check_identity, dump
+from lunora_jobs.store._codec import RUN_ADD, RUN_SET, check_identity, dump, split_patch
 from lunora_jobs.store.records import NewMessage, StepRecord, ThreadRecord
 
 TOOL_CALL_FIELDS = frozenset({"output", "status", "decision", "decided_by", "decided_at"})
@@ -63,3 +63,12 @@ def explain(step: StepRecord, now: int, max_attempts: int) -> str | None:
     if step.attempt >= max_attempts:
         return "exhausted"
     return None
+
+
+def status_move_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """The run fields of ``transition_run_and_thread``: plain sets only (``ValueError`` for an
+    ``add_*`` increment, which goes through ``update_run``)."""
+    _, adds = split_patch(fields, RUN_SET, RUN_ADD, "run")
+    if adds:
+        raise ValueError(f"transition_run_and_thread sets run columns; {sorted(adds)} go through update_run")
+    return fields

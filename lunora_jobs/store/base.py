@@ -15,7 +15,9 @@ from lunora_jobs.store.records import (
     ModelUsage,
     NewMessage,
     NewRun,
+    OutboxEntry,
     RunListing,
+    RunOpening,
     RunRecord,
     ScheduleRecord,
     StepClaim,
@@ -104,8 +106,10 @@ class AgentStore(Protocol):
         """Delete messages with ``seq >= seq`` and their tool calls. One transaction. Returns count."""
 
     # -- runs -------------------------------------------------------------------------------
-    def create_run(self, run: NewRun) -> RunRecord:
-        """Insert a run; idempotent on ``run.id`` (returns the existing one)."""
+    def create_run(self, run: NewRun, opening: RunOpening | None = None) -> RunRecord:
+        """Insert a run; idempotent on ``run.id`` (returns the existing one). ``opening``: its user
+        message and its thread's status, its first dispatches (the outbox) or its place in the
+        thread's queue, written in the same transaction (a start is all or nothing)."""
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None."""
@@ -158,6 +162,23 @@ class AgentStore(Protocol):
         """Take over ``owner``'s own live lease of generation ``generation`` (``attempt += 1``, new
         generation): the owner knows its earlier attempt has ended (it raised). Otherwise the same
         outcomes as ``claim_step`` (``busy`` when the lease moved on or belongs to someone else)."""
+
+    # -- the start's outbox and the agents live workers declare (engine/outbox.py, registry.py) ---
+    def due_outbox(self, before: int, *, agents: Sequence[str], limit: int) -> list[OutboxEntry]:
+        """Outbox rows of ``agents`` created at or before ``before``, oldest first, at most ``limit``."""
+
+    def clear_outbox(self, keys: Sequence[tuple[str, str]]) -> int:
+        """Delete the outbox rows ``keys`` = (run_id, step) pairs (sent); how many were there."""
+
+    def declare_agents(self, agents: Sequence[str]) -> None:
+        """Record that a live worker serves ``agents`` now (their ``seen_at`` moves to the clock)."""
+
+    def declared_agents(self, since: int) -> dict[str, int]:
+        """Agent -> ``seen_at`` of the declarations seen at or after ``since``."""
+
+    def undeclared_runs(self, before: int, live_since: int, *, limit: int) -> list[RunRecord]:
+        """Running runs not updated since ``before`` and never claimed (no ledger row), whose agent
+        no declaration names as seen since ``live_since``; stalest first, at most ``limit``."""
 
     # -- the sweep's reads (one indexed query each, keyset-paged, stalest first) ----------------
     def lapsed_steps(
@@ -250,6 +271,14 @@ class AgentStore(Protocol):
     # -- approvals, cancellation, run concurrency -----------------------------------------------
     def transition_run(self, run_id: str, from_statuses: Collection[str], **fields: Any) -> bool:
         """``update_run`` only while the run's status is in ``from_statuses``; True if it applied."""
+
+    def transition_run_and_thread(
+        self, run_id: str, from_statuses: Collection[str], *, thread_status: str, release: bool = False,
+        **fields: Any,
+    ) -> bool:
+        """``transition_run`` that sets the run's thread's status to ``thread_status`` in the same
+        statement (no reader ever sees the run moved and its thread not, or the reverse); ``release``
+        also frees the thread's slot, and then the thread changes only while this run holds it."""
 
     def decide_tool_call(
         self, run_id: str, call_id: str, *, decision: str, decided_by: str | None = None

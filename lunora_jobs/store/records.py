@@ -81,6 +81,30 @@ class NewRun:
 
 
 @dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    """A dispatch the broker has not confirmed yet (``agent_outbox``): step ``step`` of run ``run_id``,
+    routed as ``kind``, for the workers of ``agent``'s app. ``created_at`` is set by the store."""
+
+    run_id: str
+    step: str
+    kind: str
+    agent: str
+    created_at: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunOpening:
+    """What ``create_run`` writes in the run's own transaction, so a start is all or nothing: the
+    user ``message`` (idempotent on its key) and the thread's new ``thread_status``, the first
+    dispatches (``outbox``), or the run's place in its thread's queue (``enqueue``)."""
+
+    message: NewMessage | None = None
+    thread_status: str | None = None
+    outbox: tuple[OutboxEntry, ...] = ()
+    enqueue: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     """One execution of an agent over a thread."""
 

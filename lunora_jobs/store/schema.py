@@ -374,3 +374,34 @@ inbound = sa.Table(
     index("agent_inbound", "reply_status", "updated_at"),
     **MYSQL_OPTIONS,
 )
+
+# -- agent_outbox: a run's first dispatch, written in the run's own transaction (engine/outbox.py) --
+
+# The start sends these rows to the broker right after its commit and deletes them once sent; a row
+# left behind (the broker was down, the process died) is sent by the sweep, for its ``agent``'s app
+# only, oldest first. The step ledger dedupes a row sent twice.
+outbox = sa.Table(
+    "agent_outbox",
+    metadata,
+    sa.Column("run_id", sa.String(ID), primary_key=True),
+    sa.Column("step", sa.String(IDENTITY), primary_key=True),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("agent", sa.String(IDENTITY), nullable=False),
+    _ts("created_at"),
+    cascade_to("run_id", "agent_runs.id"),
+    index("agent_outbox", "agent", "created_at"),
+    **MYSQL_OPTIONS,
+)
+
+# -- agent_declarations: which agents a live worker serves (engine/registry.py) --
+
+# One row per agent name: every worker process that loads an app declaring the agent, and every sweep
+# pass of such an app, moves ``seen_at`` forward. A running run nobody claimed whose agent no row names
+# as seen lately belongs to no worker: the sweep fails it with ``UnknownAgentError``.
+declarations = sa.Table(
+    "agent_declarations",
+    metadata,
+    sa.Column("agent", sa.String(IDENTITY), primary_key=True),
+    _ts("seen_at"),
+    **MYSQL_OPTIONS,
+)

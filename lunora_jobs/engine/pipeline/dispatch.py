@@ -6,10 +6,10 @@ parks on its waits; the run finishes or fails. Every action is safe to repeat wi
 (two tools finishing together, a replay, the sweep): dispatches are deduped by the ledger claim,
 parking and finishing are compare-and-sets on the run's status.
 
-Parking (``park``): the run and its thread move to ``awaiting_input`` (from ``running`` only, so a
-cancelled run is never revived) and each wait's kind records what it waits for (an approval records
-the call as ``awaiting_approval``). Then the step simply returns: nothing is queued, no lease is
-held — the run is only rows until an event resolves the wait.
+Parking (``park``): the run and its thread move to ``awaiting_input`` in one statement (from
+``running`` only, so a cancelled run is never revived) and each wait's kind records what it waits
+for (an approval records the call as ``awaiting_approval``). Then the step simply returns: nothing
+is queued, no lease is held — the run is only rows until an event resolves the wait.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ def carry_out(
         return
     result = after.result if isinstance(after, ReplanTurn) else None
     resume = isinstance(after, ReplanTurn) and after.resume
-    if resume and deps.store.transition_run(run.id, ("awaiting_input",), status="running"):
-        deps.store.patch_thread(run.thread_id, status="running")
+    if resume:
+        deps.store.transition_run_and_thread(run.id, ("awaiting_input",), thread_status="running",
+                                             status="running")
     if decision.settled and isinstance(after, ReplanTurn) and result is not None:
         notify_step_finish(agent, after.turn, result, after.steps or ())
     if decision.dispatch:
@@ -66,8 +67,8 @@ def park(deps: EngineDeps, run: RunRecord, result: TurnResult, waits: Sequence[s
     # refused as "no pending approval").
     for step in waits:
         kind_of(step).park(deps, run, result, step)
-    if store.transition_run(run.id, ("running",), status="awaiting_input"):
-        store.patch_thread(run.thread_id, status="awaiting_input")
+    if store.transition_run_and_thread(run.id, ("running",), thread_status="awaiting_input",
+                                       status="awaiting_input"):
         deps.events.publish(run_info(run).thread_key,
                             {"type": "status", "status": "awaiting_input", "run_id": run.id})
 
@@ -112,13 +113,11 @@ def finish_run(
         return  # cancelled (or finished by a concurrent finisher) meanwhile: keep what is recorded
     usage = Usage(current.input_tokens, current.output_tokens)
     # Compare-and-set: a run cancelled meanwhile stays cancelled, and its thread is not ours to free.
-    if not deps.store.transition_run(
-        run.id, OPEN, status="completed", stopped=stopped,
+    if not deps.store.transition_run_and_thread(
+        run.id, OPEN, thread_status="completed", release=True, status="completed", stopped=stopped,
         result=run_result_json(last.turn.text, output, usage, current.turns),
     ):
         return
-    deps.store.patch_thread(run.thread_id, status="completed")
-    deps.store.release_thread(run.thread_id, run.id)
     run_ended(deps, run, "completed")
 
 
@@ -128,8 +127,7 @@ def fail_run(deps: EngineDeps, run: RunRecord, error: str) -> None:
     if current is not None and current.status in TERMINAL:
         return
     log.warning("lunora: run %s failed: %s", run.id, error)
-    if not deps.store.transition_run(run.id, OPEN, status="failed", error=error):
+    if not deps.store.transition_run_and_thread(run.id, OPEN, thread_status="failed", release=True,
+                                                status="failed", error=error):
         return
-    deps.store.patch_thread(run.thread_id, status="failed")
-    deps.store.release_thread(run.thread_id, run.id)
     run_ended(deps, run, "failed")

@@ -24,6 +24,8 @@ from lunora_jobs.store._rules import explain
 from lunora_jobs.store.records import (
     NewMessage,
     NewRun,
+    OutboxEntry,
+    RunOpening,
     RunRecord,
     StepClaim,
     StepCompletion,
@@ -44,9 +46,11 @@ class MemoryLedgerMixin:
     _steps: dict[tuple[str, str], StepRecord]
     _usage: list[UsageEntry]
     _costed: Callable[[UsageEntry, int], UsageEntry]  # MemoryPricingMixin
+    enqueue_run: Callable[[str, str], None]  # MemoryRunQueueMixin
 
     def _init_ledger(self) -> None:
         self._usage = []
+        self._outbox: dict[tuple[str, str], OutboxEntry] = {}  # (run_id, step) -> entry
 
     def _append(self, thread_id: str, batch: Sequence[NewMessage], now: int) -> None:
         raise NotImplementedError
@@ -55,13 +59,15 @@ class MemoryLedgerMixin:
         raise NotImplementedError
 
     # -- runs -------------------------------------------------------------------------------
-    def create_run(self, run: NewRun) -> RunRecord:
-        """Insert a run; idempotent on ``run.id``."""
+    def create_run(self, run: NewRun, opening: RunOpening | None = None) -> RunRecord:
+        """Insert a run; idempotent on ``run.id``. ``opening``: what starts with it, atomically."""
         for field, value in (("run id", run.id), ("owner", run.owner), ("tenant", run.tenant),
                              ("agent", run.agent)):
             check_identity(field, value)
         with self._lock:
             if run.id in self._runs:
+                if opening is not None:  # idempotent, as in SQL: a retried start repairs a half-done one
+                    self._open(run, opening, self.clock())
                 return self._runs[run.id]
             if run.thread_id not in self._threads:
                 raise NotFoundError(f"no thread {run.thread_id!r} for run {run.id!r}")
@@ -84,7 +90,21 @@ class MemoryLedgerMixin:
                 run.tenant,
             )
             self._runs[run.id] = record
+            if opening is not None:
+                self._open(run, opening, now)
             return record
+
+    def _open(self, run: NewRun, opening: RunOpening, now: int) -> None:
+        """``opening`` under the store lock, with the run (the message and the thread's status, the
+        outbox rows, the queue row)."""
+        if opening.message is not None:
+            self._append(run.thread_id, [opening.message], now)
+        if opening.thread_status is not None:
+            self._patch_thread(run.thread_id, {"status": opening.thread_status}, now)
+        for entry in opening.outbox:
+            self._outbox.setdefault((entry.run_id, entry.step), replace(entry, created_at=now))
+        if opening.enqueue:
+            self.enqueue_run(run.thread_id, run.id)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from lunora_jobs.store.records import (
     MessageRecord,
+    OutboxEntry,
     RunRecord,
     ScheduleRecord,
     StepRecord,
@@ -24,6 +25,7 @@ class MemoryRetentionMixin:
     _messages: dict[str, list[MessageRecord]]
     _runs: dict[str, RunRecord]
     _steps: dict[tuple[str, str], StepRecord]
+    _outbox: dict[tuple[str, str], OutboxEntry]
     _tool_calls: dict[tuple[str, str], dict[str, Any]]
     _schedules: dict[str, ScheduleRecord]
     _usage: list[UsageEntry]
@@ -48,6 +50,7 @@ class MemoryRetentionMixin:
                 "agent_messages": len(self._messages.get(thread.id, [])),
                 "agent_runs": len(run_ids),
                 "agent_steps": sum(1 for k in self._steps if k[0] in run_ids),
+                "agent_outbox": sum(1 for k in self._outbox if k[0] in run_ids),
                 "agent_tool_calls": sum(1 for c in self._tool_calls.values() if c["thread_id"] == thread.id),
                 "agent_token_usage": len(mine),
                 "agent_schedules": len(doomed),

@@ -31,12 +31,15 @@ from lunora_jobs.store._codec import (
 )
 from lunora_jobs.store._rules import owner_conflict, unique_by_key
 from lunora_jobs.store.memory._console import MemoryConsoleMixin
+from lunora_jobs.store.memory._declarations import MemoryDeclarationsMixin
 from lunora_jobs.store.memory._governance import MemoryGovernanceMixin
 from lunora_jobs.store.memory._ledger import MemoryLedgerMixin
+from lunora_jobs.store.memory._outbox import MemoryOutboxMixin
 from lunora_jobs.store.memory._pricing import MemoryPricingMixin
 from lunora_jobs.store.memory._proposals import InMemoryProposalStore
 from lunora_jobs.store.memory._retention import MemoryRetentionMixin
 from lunora_jobs.store.memory._run_queue import MemoryRunQueueMixin
+from lunora_jobs.store.memory._run_status import MemoryRunStatusMixin
 from lunora_jobs.store.memory._schedules import MemorySchedulesMixin
 from lunora_jobs.store.memory._sweep import MemorySweepMixin
 from lunora_jobs.store.memory._tool_calls import MemoryToolCallsMixin
@@ -59,7 +62,7 @@ def copy(value: Any) -> Any:
 class InMemoryStore(
     MemoryLedgerMixin, MemoryToolCallsMixin, MemorySchedulesMixin, MemoryRunQueueMixin, MemoryPricingMixin,
     InMemoryProposalStore, MemoryConsoleMixin, MemorySweepMixin, MemoryRetentionMixin,
-    MemoryGovernanceMixin,
+    MemoryGovernanceMixin, MemoryRunStatusMixin, MemoryOutboxMixin, MemoryDeclarationsMixin,
 ):
     """The ``AgentStore`` in process memory. ``clock`` returns epoch-ms (defaults to the wall clock)."""
 
@@ -74,6 +77,7 @@ class InMemoryStore(
         self._tool_calls: dict[tuple[str, str], dict[str, Any]] = {}
         self._schedules: dict[str, ScheduleRecord] = {}
         self._init_ledger()
+        self._init_declarations()
         self._init_run_queue()
         self._init_pricing()
 
@@ -166,6 +170,7 @@ class InMemoryStore(
             doomed = {r.id for r in self._runs.values() if r.thread_id == thread_id}
             self._runs = {k: r for k, r in self._runs.items() if k not in doomed}
             self._steps = {k: s for k, s in self._steps.items() if k[0] not in doomed}
+            self._outbox = {k: e for k, e in self._outbox.items() if k[0] not in doomed}
             self._tool_calls = {k: c for k, c in self._tool_calls.items() if c["thread_id"] != thread_id}
             self._queue = [(t, r) for t, r in self._queue if t != thread_id]
             self._usage = [u for u in self._usage if u.thread_id != thread_id]

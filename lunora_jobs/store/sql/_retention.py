@@ -20,6 +20,7 @@ from lunora_jobs.store.schema import (
     episodes,
     inbound,
     messages,
+    outbox,
     run_queue,
     runs,
     schedules,
@@ -88,6 +89,7 @@ class SqlRetentionMixin(SqlBase):
                 conn.execute(sa.update(schedules).where(schedules.c.id.in_(part)).values(run_id=None))
             counts = {
                 "agent_steps": _delete_in(conn, steps, "run_id", run_ids),
+                "agent_outbox": _delete_in(conn, outbox, "run_id", run_ids),
                 "agent_inbound": _delete_in(conn, inbound, "run_id", run_ids),
                 "agent_episodes": _delete_in(conn, episodes, "run_id", run_ids),
                 "agent_schedules": _delete_in(conn, schedules, "id", doomed),

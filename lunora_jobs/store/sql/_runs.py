@@ -17,9 +17,9 @@ from sqlalchemy.exc import IntegrityError
 
 from lunora_jobs.errors import NotFoundError
 from lunora_jobs.store._codec import RUN_ADD, RUN_JSON, RUN_SET, check_identity, dump, split_patch
-from lunora_jobs.store.records import NewRun, RunRecord, StepRecord
-from lunora_jobs.store.schema import runs, steps
-from lunora_jobs.store.sql._base import SqlBase
+from lunora_jobs.store.records import NewRun, RunOpening, RunRecord, StepRecord
+from lunora_jobs.store.schema import outbox, run_queue, runs, steps, threads
+from lunora_jobs.store.sql._messages import SqlMessagesMixin
 from lunora_jobs.store.sql._rows import run_record, step_record
 
 
@@ -69,11 +69,12 @@ def run_and_latest_turn(row: Any) -> tuple[RunRecord | None, StepRecord | None]:
     return run_record(row), step_record(step)
 
 
-class SqlRunsMixin(SqlBase):
+class SqlRunsMixin(SqlMessagesMixin):
     """Run operations of ``SqlStore``."""
 
-    def create_run(self, run: NewRun) -> RunRecord:
-        """Insert a run; idempotent on ``run.id`` (returns the existing one)."""
+    def create_run(self, run: NewRun, opening: RunOpening | None = None) -> RunRecord:
+        """Insert a run; idempotent on ``run.id`` (returns the existing one). ``opening``: what starts
+        with it, in the same transaction (see ``RunOpening``)."""
         check_identity("run id", run.id)
         check_identity("owner", run.owner)
         check_identity("tenant", run.tenant)
@@ -96,13 +97,34 @@ class SqlRunsMixin(SqlBase):
             "created_at": now,
             "updated_at": now,
         }
+
+        def work(conn: Connection) -> None:
+            conn.execute(self._insert_ignore(runs, [row], ["id"]))
+            if opening is not None:
+                self._open_in(conn, run, opening, now)
+
         try:
-            self._write(lambda conn: conn.execute(self._insert_ignore(runs, [row], ["id"])))
+            self._write(work)
         except IntegrityError as exc:
             raise NotFoundError(f"no thread {run.thread_id!r} for run {run.id!r}") from exc
         found = self.get_run(run.id)
         assert found is not None
         return found
+
+    def _open_in(self, conn: Connection, run: NewRun, opening: RunOpening, now: int) -> None:
+        """Write ``opening`` inside the run's transaction: the message with the thread's status (one
+        thread UPDATE, as any append), the outbox rows, the queue row."""
+        if opening.message is not None or opening.thread_status is not None:
+            sets = None if opening.thread_status is None else {"status": opening.thread_status}
+            batch = [] if opening.message is None else [opening.message]
+            self._append_in(conn, threads.c.id == run.thread_id, batch, now, sets)
+        if opening.outbox:
+            rows = [{"run_id": e.run_id, "step": e.step, "kind": e.kind, "agent": e.agent, "created_at": now}
+                    for e in opening.outbox]
+            conn.execute(self._insert_ignore(outbox, rows, ["run_id", "step"]))
+        if opening.enqueue:
+            queued = {"thread_id": run.thread_id, "run_id": run.id, "created_at": now}
+            conn.execute(self._insert_ignore(run_queue, [queued], ["run_id"]))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None."""

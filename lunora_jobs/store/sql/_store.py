@@ -18,13 +18,16 @@ from typing import Any
 
 from lunora_jobs.store._codec import Clock
 from lunora_jobs.store.sql._console import SqlConsoleMixin
+from lunora_jobs.store.sql._declarations import SqlDeclarationsMixin
 from lunora_jobs.store.sql._engine import create_engine
 from lunora_jobs.store.sql._fused_calls import SqlFusedCallsMixin
 from lunora_jobs.store.sql._governance import SqlGovernance
+from lunora_jobs.store.sql._outbox import SqlOutboxMixin
 from lunora_jobs.store.sql._pricing import SqlPricingMixin
 from lunora_jobs.store.sql._proposals.store import SqlProposalStore
 from lunora_jobs.store.sql._retention import SqlRetentionMixin
 from lunora_jobs.store.sql._run_queue import SqlRunQueueMixin
+from lunora_jobs.store.sql._run_status import SqlRunStatusMixin
 from lunora_jobs.store.sql._runs import SqlRunsMixin
 from lunora_jobs.store.sql._schedules import SqlSchedulesMixin
 from lunora_jobs.store.sql._steps import SqlStepsMixin
@@ -37,7 +40,7 @@ from lunora_jobs.store.sql._usage import SqlUsageMixin
 class SqlStore(
     SqlThreadsMixin, SqlFusedCallsMixin, SqlStepsMixin, SqlRunsMixin, SqlUsageMixin, SqlToolCallsMixin,
     SqlSchedulesMixin, SqlProposalStore, SqlRunQueueMixin, SqlConsoleMixin, SqlPricingMixin, SqlSweepMixin,
-    SqlRetentionMixin, SqlGovernance,
+    SqlRetentionMixin, SqlGovernance, SqlRunStatusMixin, SqlOutboxMixin, SqlDeclarationsMixin,
 ):
     """The ``AgentStore`` over SQL. Thread-safe; share one per process.
 

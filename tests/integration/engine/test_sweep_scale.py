@@ -1,7 +1,8 @@
 """The sweep at scale: 10,000 runs in the database, most of them hibernated, 20 with lost messages.
 
-A tick finds what is stalled with a fixed number of indexed queries (``store.lapsed_steps``,
-``quiet_runs``, ``parked_runs_to_wake``, ``queued_threads``), then reads only the stalled runs.
+A tick finds what is stalled with a fixed number of indexed queries (``store.due_outbox``,
+``lapsed_steps``, ``quiet_runs``, ``parked_runs_to_wake``, ``queued_threads``), then reads only the
+stalled runs.
 Checked on PostgreSQL:
 
 - with nothing stalled, a tick issues ``IDLE_TICK_QUERIES`` statements, with 10,000 runs as with none;
@@ -34,8 +35,10 @@ HEALTHY = 20
 LOST = 10
 KILLED = 10
 GRACE_MS = 30_000
-IDLE_TICK_QUERIES = 5
-"""lapsed_steps, quiet_runs (running), parked_runs_to_wake, the memory writes, queued_threads."""
+IDLE_TICK_QUERIES = 6
+"""due_outbox, lapsed_steps, quiet_runs (running), parked_runs_to_wake, the memory writes,
+queued_threads (the declarations and the undeclared runs are read a few times per
+``LUNORA_UNKNOWN_AGENT_S`` only, not on these ticks)."""
 
 
 @pytest.fixture

@@ -6,15 +6,42 @@ method can import them in a fresh interpreter.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+import pytest
+import sqlalchemy as sa
+
+from lunora_jobs.store import AgentStore, SqlStore
 from lunora_jobs.testing import FakeClock as _FakeClock
 
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a UTC midnight
 
 FakeClock = partial(_FakeClock, START + 12 * 3_600_000)
 """``lunora_jobs.testing.FakeClock`` starting at noon of START's day (usage windows are UTC days)."""
+
+
+class Injected(Exception):
+    """The failure a test injects mid-transaction."""
+
+
+@contextmanager
+def fail_on(store: AgentStore, prefix: str) -> Iterator[None]:
+    """Make the first statement starting with ``prefix`` fail (after earlier ones ran)."""
+    if not isinstance(store, SqlStore):
+        pytest.skip("InMemoryStore runs each operation under one lock; nothing to interrupt")
+
+    def boom(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if " ".join(statement.split()).upper().startswith(prefix):
+            raise Injected(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", boom)
+    try:
+        yield
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", boom)
 
 
 def append_worker(url: str, thread_id: str, worker: int, rounds: int, barrier: Any) -> None:

@@ -5,35 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from agent_store_support import Injected, fail_on
 
 from lunora_jobs.store import AgentStore, NewMessage, NewRun, SqlStore, StepCompletion, UsageEntry
 
 pytestmark = pytest.mark.integration
-
-
-class Injected(Exception):
-    """The failure a test injects mid-transaction."""
-
-
-@contextmanager
-def fail_on(store: AgentStore, prefix: str) -> Iterator[None]:
-    """Make the first statement starting with ``prefix`` fail (after earlier ones ran)."""
-    if not isinstance(store, SqlStore):
-        pytest.skip("InMemoryStore runs each operation under one lock; nothing to interrupt")
-
-    def boom(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if " ".join(statement.split()).upper().startswith(prefix):
-            raise Injected(statement)
-
-    sa.event.listen(store.engine, "before_cursor_execute", boom)
-    try:
-        yield
-    finally:
-        sa.event.remove(store.engine, "before_cursor_execute", boom)
 
 
 @contextmanager

@@ -119,7 +119,7 @@ def test_the_migrated_schema_is_the_one_ensure_tables_builds(sql_url: str, tmp_p
     try:
         ensure_tables(ensured)
         assert _shape(migrated) == _shape(ensured)
-        assert len(_shape(migrated)) == 14
+        assert len(_shape(migrated)) == 16  # 0008 added agent_outbox and agent_declarations
     finally:
         migrated.dispose()
         ensured.dispose()

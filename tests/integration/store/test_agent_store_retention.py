@@ -17,7 +17,7 @@ from lunora_jobs.runtime.threads_api import ThreadsAPI
 from lunora_jobs.scheduling.retention import DAY_MS, purge_ledger
 from lunora_jobs.store import AgentStore, SqlStore
 from lunora_jobs.store.proposals.records import NewActionProposal, ProposalScope
-from lunora_jobs.store.records import NewMessage, NewRun, StepCompletion, UsageEntry
+from lunora_jobs.store.records import NewMessage, NewRun, OutboxEntry, RunOpening, StepCompletion, UsageEntry
 from lunora_jobs.store.schema import inbound, metadata, schedules
 
 THREAD_COLUMNS = ("thread_id", "run_id")
@@ -50,7 +50,8 @@ def _fill(store: SqlStore, key: str, clock: FakeClock) -> tuple[str, list[str]]:
     """A thread with a row in every agent table that can hold one of its rows."""
     thread = store.ensure_thread(key, owner="alice")
     run_id, queued = f"run-{key}", f"queued-{key}"
-    store.create_run(NewRun(id=run_id, thread_id=thread.id, agent="a", input="hi"))
+    store.create_run(NewRun(id=run_id, thread_id=thread.id, agent="a", input="hi"),
+                     RunOpening(outbox=(OutboxEntry(run_id, "llm:turn:0", "turn", "a"),)))
     _done_step(store, run_id, "llm:turn:0", thread.id, messages=2)
     store.record_usage(UsageEntry(actor="alice", model="m", input_tokens=1, output_tokens=1, run_id=run_id))
     store.upsert_tool_call(thread.id, run_id, "call_1", name="x")
@@ -96,7 +97,7 @@ def test_erase_leaves_no_row_of_the_thread_in_any_table(sql_store: SqlStore, clo
     holding = {t for t, n in before.items() if n}
     assert holding >= {"agent_threads", "agent_messages", "agent_runs", "agent_steps", "agent_tool_calls",
                        "agent_token_usage", "agent_schedules", "agent_episodes", "agent_action_proposals",
-                       "agent_run_queue", "agent_inbound"}, holding
+                       "agent_run_queue", "agent_inbound", "agent_outbox"}, holding
 
     with pytest.raises(ConflictError):  # a queued run: a worker may still write into the thread
         ThreadsAPI(sql_store).erase("t-erase", viewer="alice")
@@ -116,11 +117,14 @@ def test_erase_leaves_no_row_of_the_thread_in_any_table(sql_store: SqlStore, clo
 def test_memory_store_erase_matches(store: AgentStore, clock: FakeClock) -> None:
     for key in ("t-erase", "t-keep"):
         thread = store.ensure_thread(key)
-        store.create_run(NewRun(id=f"run-{key}", thread_id=thread.id, agent="a", input="hi"))
+        store.create_run(NewRun(id=f"run-{key}", thread_id=thread.id, agent="a", input="hi"),
+                         RunOpening(outbox=(OutboxEntry(f"run-{key}", "llm:turn:0", "turn", "a"),)))
         _done_step(store, f"run-{key}", "llm:turn:0", thread.id, messages=1)
         store.add_schedule("a", clock() + 60_000, {"thread_key": key}, id=f"later-{key}")
     counts = store.erase_thread("t-erase")
     assert counts is not None and counts["agent_steps"] == 1 and counts["agent_schedules"] == 1
+    assert counts["agent_outbox"] == 1
+    assert [e.run_id for e in store.due_outbox(clock() + 1, agents=["a"], limit=10)] == ["run-t-keep"]
     assert store.get_thread("t-erase") is None and store.get_run("run-t-erase") is None
     assert store.get_step("run-t-erase", "llm:turn:0") is None and store.get_schedule("later-t-erase") is None
     kept = store.get_thread("t-keep")
