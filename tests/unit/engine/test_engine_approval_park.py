@@ -28,6 +28,12 @@ class _WatchingStore(InMemoryStore):
             self.seen_at_park.append(self.get_tool_call(run_id, "p"))
         return super().transition_run(run_id, from_statuses, **changes)
 
+    def transition_run_and_thread(self, run_id: str, from_statuses: Any, **changes: Any) -> bool:
+        # How park moves the run (with its thread, in one statement).
+        if changes.get("status") == "awaiting_input":
+            self.seen_at_park.append(self.get_tool_call(run_id, "p"))
+        return super().transition_run_and_thread(run_id, from_statuses, **changes)
+
 
 def test_the_call_a_run_waits_on_is_recorded_before_the_run_turns_awaiting_input() -> None:
     pay = define_tool(name="pay", description="Pay.", input_schema={"type": "object"},
