@@ -59,7 +59,8 @@ K = TypeVar("K")
 MEMORY_WRITES = ("memory:episode", "memory:extract")
 """The post-run memory steps the sweep takes over when their lease expired."""
 SWEEP_LOCK_MIN_TTL_MS = 5_000
-"""The shortest life of the sweep lock (see ``sweep``): longer than any normal pass."""
+"""The life of the sweep lock (see ``sweep``): longer than a normal pass, shorter than a lease's
+recovery bound."""
 
 
 @dataclass
@@ -83,13 +84,14 @@ def sweep(
 
     ``grace_ms``: a run with ledger activity more recent than this is left alone (its next task is
     most likely still in the queue); a live lease is always respected. ``lock_ttl_ms``: how long the
-    sweep lock outlives a holder that died mid-pass (default: ``grace_ms``, at least
-    ``SWEEP_LOCK_MIN_TTL_MS``).
+    sweep lock outlives a holder that died mid-pass (default: ``SWEEP_LOCK_MIN_TTL_MS``, whatever
+    ``grace_ms``: a dead worker's lapsed leases must not wait for a dead sweeper's lock).
     """
     # A sweeper SIGKILLed mid-pass keeps the lock until it expires, and every tick skips meanwhile:
-    # the recovery path itself stalls. So the lock lives about one grace period (a run is not
-    # sweepable sooner anyway); a pass outliving it only overlaps the next one, which the ledger dedupes.
-    ttl_ms = lock_ttl_ms if lock_ttl_ms is not None else max(grace_ms, SWEEP_LOCK_MIN_TTL_MS)
+    # the recovery path itself stalls. A lapsed lease is taken over at once (no grace), so the lock
+    # lives a few seconds whatever the grace (the chaos run saw a 30 s lock, the default grace, held
+    # as a worker died); a pass outliving it only overlaps the next one, which the ledger dedupes.
+    ttl_ms = lock_ttl_ms if lock_ttl_ms is not None else SWEEP_LOCK_MIN_TTL_MS
     key = sweep_lock_id(deps)
     with deps.lock.hold(key, ttl_ms=ttl_ms, wait_s=0) as held:
         if not held and contended(deps.lock, key):
