@@ -66,7 +66,9 @@ def promote_next(deps: EngineDeps, thread_id: str) -> str | None:
             store.dequeue_run(thread_id, run_id)  # cancelled while it waited: next one
             store.release_thread(thread_id, run_id)
             continue
-        if run.status == "queued" and not store.transition_run(run_id, ("queued",), status="running"):
+        if run.status == "queued" and not store.transition_run_and_thread(
+            run_id, ("queued",), thread_status="running", status="running",
+        ):
             current = store.get_run(run_id)
             if current is None or current.status not in TERMINAL:
                 return None  # another promoter started it just now

@@ -8,8 +8,8 @@ What a retry does, in order:
 3. in one store transaction (``reopen_run``): the run goes back to ``running`` (its error cleared,
    its recorded deadline moved to now + its recorded ``run_timeout_s``), and the steps that failed —
    a ``failed`` ledger row, or one whose lease lapsed (a worker died on it: the poison-step rule) —
-   get fresh attempts under the run's recorded retry policy;
-4. marks the thread running and dispatches what the ledger says is next (the sweep's ``redispatch``).
+   get fresh attempts under the run's recorded retry policy, and the thread says running again;
+4. dispatches what the ledger says is next (the sweep's ``redispatch``).
 
 Completed steps are never touched: they stay memoized, so no turn is paid for again and no tool
 runs twice. The retry policy and agent version the run recorded at its start still apply.
@@ -60,7 +60,6 @@ def retry_failed(deps: EngineDeps, run_id: str) -> list[str]:
     if not reopened:
         store.release_thread(run.thread_id, run.id)
         raise RunNotFailedError(f"run {run_id!r} changed while it was being retried; read its status again")
-    store.patch_thread(run.thread_id, status="running")
     deps.events.publish(info.thread_key, {"type": "status", "status": "running", "run_id": run.id})
     current = store.get_run(run.id) or run
     redispatch(deps, current, agent, store.list_steps(run.id), SweepReport())

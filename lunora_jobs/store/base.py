@@ -125,10 +125,10 @@ class AgentStore(Protocol):
 
     def reopen_run(self, run_id: str, *, input: JSON, step_names: Sequence[str]) -> bool:
         """A failed run runs again (``app.runs.retry``), in one transaction: the run moves from
-        ``failed`` to ``running`` (error, stopped and result cleared, its stored ``input`` replaced),
-        and each ledger row of ``step_names`` gets fresh attempts (``running``, attempt 0, a lapsed
-        lease and a new generation, so the next claim takes it). False (nothing written) when the
-        run is not failed."""
+        ``failed`` to ``running`` (error, stopped and result cleared, its stored ``input`` replaced)
+        and its thread's status to ``running``; each ledger row of ``step_names`` gets fresh attempts
+        (``running``, attempt 0, a lapsed lease and a new generation, so the next claim takes it).
+        False (nothing written) when the run is not failed."""
 
     # -- the step ledger --------------------------------------------------------------------
     def claim_step(

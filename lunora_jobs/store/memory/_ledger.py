@@ -291,6 +291,9 @@ class MemoryLedgerMixin:
             now = self.clock()
             self._runs[run_id] = replace(run, status="running", error=None, stopped=None, result=None,
                                          input=load(dump(input)), updated_at=now)
+            thread = self._threads.get(run.thread_id)
+            if thread is not None:
+                self._threads[thread.id] = replace(thread, status="running", updated_at=now)
             for name in step_names:
                 step = self._steps.get((run_id, name))
                 if step is not None:

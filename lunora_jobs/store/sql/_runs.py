@@ -191,9 +191,16 @@ class SqlRunsMixin(SqlMessagesMixin):
                     updated_at=now)
         )
 
+        thread = (  # the run's thread says running in the same transaction (no reader sees a mix)
+            sa.update(threads)
+            .where(threads.c.id == sa.select(runs.c.thread_id).where(runs.c.id == run_id).scalar_subquery())
+            .values(status="running", updated_at=now)
+        )
+
         def work(conn: Connection) -> bool:
             if conn.execute(reopen).rowcount != 1:
                 return False
+            conn.execute(thread)
             if step_names:
                 conn.execute(fresh)
             return True

@@ -116,3 +116,15 @@ def test_a_reader_never_sees_the_run_and_its_thread_disagree(sql_url: str) -> No
         assert {pair[0] for pair in seen} <= {"running", "awaiting_input"}
     finally:
         store.close()
+
+
+def test_a_reopened_run_and_its_thread_say_running_together(store: AgentStore) -> None:
+    thread_id, run_id = _running_run(store)
+    assert store.transition_run_and_thread(run_id, ("running",), thread_status="failed", release=True,
+                                           status="failed", error="boom")
+    assert store.acquire_thread(thread_id, run_id)
+
+    assert store.reopen_run(run_id, input={"input": "go"}, step_names=[])
+    run, thread = store.get_run(run_id), store.get_thread_by_id(thread_id)
+    assert run is not None and thread is not None
+    assert (run.status, thread.status) == ("running", "running")
