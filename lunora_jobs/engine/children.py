@@ -41,10 +41,10 @@ def child_run_id(parent_run_id: str, tool_name: str, call_id: str) -> str:
     return uuid.uuid5(_NAMESPACE, f"{parent_run_id}\x00{tool_step(tool_name, call_id)}").hex
 
 
-def child_thread_key(parent_thread_key: str, call_id: str, run_id: str) -> str:
-    """The child's own thread: ``<parent thread>/<call_id>``, or ``child-<run id>`` when that is
-    longer than a key may be."""
-    key = f"{parent_thread_key}/{call_id}"
+def child_thread_key(parent_thread_key: str, run_id: str) -> str:
+    """The child's own thread: ``<parent thread>/child-<child run id>`` (unique per call even where
+    call ids repeat across runs), or ``child-<child run id>`` when that is longer than a key may be."""
+    key = f"{parent_thread_key}/child-{run_id}"
     return key if len(key) <= MAX_THREAD_KEY else f"child-{run_id}"
 
 

@@ -9,8 +9,9 @@ reads the ledger of each stalled run only, re-plans it and dispatches any step w
    taken over at once, so a SIGKILLed worker's steps move again within one lease plus one tick;
 2. a running run quiet for ``grace_ms``: its next message may be lost — re-planned, then touched
    so it is looked at again only one grace period later (a tick never starves: stalest first);
-3. a parked run with a decision recorded but not applied, or with nothing left to wait on.
-   Hibernated runs waiting on an approval are never read.
+3. a parked run with a decision recorded but not applied, or with nothing left to wait on, or
+   waiting on a child run (``agent_as_tool``) that ended without waking it. Hibernated runs
+   waiting on an approval are never read; one waiting on a child costs a read of the child's status.
 
 A stalled run (1, 2) past the deadline its ``run_timeout_s`` set fails with ``RunTimeoutError``
 instead (read from the run row in hand: no query). A parked run is not read, so its deadline is

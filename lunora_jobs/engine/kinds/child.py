@@ -91,7 +91,7 @@ class ChildStep(StepKind):
         child_id = child_run_id(run.id, call.name, call.id)
         child = deps.store.get_run(child_id)
         if child is None:
-            key = child_thread_key(run_info(run).thread_key, call.id, child_id)
+            key = child_thread_key(run_info(run).thread_key, child_id)
             start_run(deps, deps.agent(tool.delegate.name), input=call.arguments.get("input") or "",
                       thread_key=key, owner=run.owner, run_id=child_id, tenant=run.tenant, as_system=True,
                       parent={"run_id": run.id, "step": step})

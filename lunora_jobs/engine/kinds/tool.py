@@ -11,6 +11,9 @@ the step completes at once with its message as an error result. A worker that di
 different: its lease expires, the claim is taken over, and after ``max_attempts`` claims the run
 fails (the poison-step rule, in the claim stage).
 
+A delegated call (``agent_as_tool``) runs nothing here: it is dispatched once its ``child:<call_id>``
+wait completed (``kinds/child.py``) and answers with the child run's memoized outcome.
+
 After its completion a tool step reads the ledger rows of its turn (in the same round trip where
 the store can) and the planner fans in: whichever tool sees every call of the turn answered
 dispatches the next turn.

@@ -81,7 +81,8 @@ def test_the_child_answer_is_the_tool_result_and_usage_rolls_up() -> None:
     assert tool_message.metadata is not None and tool_message.metadata["child_run_id"] == child.id
     # The child's transcript lives on its own thread, owned like the parent's.
     child_thread = harness.store.get_thread_by_id(child.thread_id)
-    assert child_thread is not None and child_thread.key.startswith("t/") and child_thread.owner == "u1"
+    assert child_thread is not None
+    assert (child_thread.key, child_thread.owner) == (f"t/child-{child.id}", "u1")
     # The supervisor's prompt on its next turn carried the child's answer.
     assert harness.model.calls[2][-1]["content"] == "Rayleigh scattering."  # lead, child, lead
     # Run totals: the child's 7 + 3 tokens are added to the parent's own 30 + 9.
