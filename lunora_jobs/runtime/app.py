@@ -34,6 +34,7 @@ from lunora_jobs.models.base import Model
 from lunora_jobs.pricing import PricingStore
 from lunora_jobs.runtime.agents_client import AgentsNamespace
 from lunora_jobs.runtime.approvals_api import ApprovalsAPI
+from lunora_jobs.runtime.functions import call_function, missing_function
 from lunora_jobs.runtime.governance_api import GovernanceAPI, governance_store
 from lunora_jobs.runtime.project_path import ensure_cwd_on_path
 from lunora_jobs.runtime.proposals_api import AuthorizeAction, ProposalsAPI, owner_only
@@ -76,8 +77,9 @@ class Lunora:
     ``database_url``), in-process dispatch (Celery when ``broker_url`` is given, loaded by name so
     ``lunora_jobs`` never imports Celery), a process-local lock (Redis when ``redis_url`` is given).
     ``functions`` maps the paths tools dispatch with ``ctx.run(path, args)`` to callables taking
-    ``args``. ``model`` replaces every agent's model (the test harness uses it). ``crons``: cron
-    entries (``cron_jobs()``) the app fires through ``app.scheduler``.
+    ``args``, or to Celery tasks (called with ``args`` as keyword arguments). ``model`` replaces
+    every agent's model (the test harness uses it). ``crons``: cron entries (``cron_jobs()``) the
+    app fires through ``app.scheduler``.
     ``authorize_action(actor, proposal) -> bool`` says who may see and decide the action proposals
     of independent-mode agents (default: only the owner of the run that proposed it).
     ``quotas``: usage limits per actor / tenant (``lunora_jobs.governance.Quota``): a run at a limit is
@@ -94,7 +96,7 @@ class Lunora:
         store: AgentStore | None = None,
         dispatcher: Dispatcher | None = None,
         lock: RunLock | None = None,
-        functions: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
+        functions: Mapping[str, Callable[..., Any]] | None = None,
         settings: Settings | None = None,
         model: Model | None = None,
         redis_prefix: str = DEFAULT_PREFIX,
@@ -124,7 +126,7 @@ class Lunora:
         self.lock: RunLock = lock or (
             RedisLock.from_url(redis_url, prefix=redis_prefix) if redis_url else LocalLock()
         )
-        self.functions: dict[str, Callable[[dict[str, Any]], Any]] = dict(functions or {})
+        self.functions: dict[str, Callable[..., Any]] = dict(functions or {})
         self.deps = EngineDeps(
             store=self.store, dispatcher=self.dispatcher, lock=self.lock, agents=self.registry,
             run_function=self.run_function, settings=self.settings, model_override=model,
@@ -188,16 +190,15 @@ class Lunora:
         return cls(agents, settings=settings, **overrides)
 
     def run_function(self, path: str, args: dict[str, Any], idempotency_key: str | None = None) -> Any:
-        """What ``ctx.run(path, args)`` calls: a registered function, else ``module:attr`` by import."""
+        """What ``ctx.run(path, args)`` calls: a registered function, else ``module:attr`` by import; a
+        Celery task gets ``args`` as keyword arguments (``runtime/functions.py``)."""
         fn = self.functions.get(path)
         if fn is None:
             try:
                 fn = import_path(path)
             except ConfigurationError:
-                raise ConfigurationError(
-                    f"no function registered for {path!r}; pass Lunora(functions={{{path!r}: callable}})."
-                ) from None
-        return fn(args)
+                raise missing_function(path) from None
+        return call_function(fn, path, args)
 
     def execute_step(self, run_id: str, step: str) -> StepOutcome:
         """Run (or replay) one step — what the worker's turn/tool tasks call."""
