@@ -137,6 +137,10 @@ class SandboxPathError(LunoraError, ValueError):
     malformed (NUL, control characters, over-long names); the tool refuses it and the model reads why."""
 
 
+class S3UnavailableError(ConfigurationError, ImportError):
+    """``S3Store`` needs boto3: ``pip install 'lunora-jobs[s3]'`` (or pass ``client=``)."""
+
+
 class BrowserUnavailableError(ConfigurationError):
     """``browser_tool`` needs Playwright (``pip install 'lunora-jobs[browser]'``) and a Chromium at its
     ``executable_path`` (Debian: ``apt-get install chromium``); the message says which is missing."""

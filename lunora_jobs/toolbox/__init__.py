@@ -10,10 +10,10 @@ from lunora_jobs.toolbox.browser import browser_tool
 from lunora_jobs.toolbox.code import code_tool
 from lunora_jobs.toolbox.delegate import agent_as_tool
 from lunora_jobs.toolbox.mcp import McpServer, mcp_tools
-from lunora_jobs.toolbox.sandbox import LocalDirStore, ObjectStore, container_tool, fs_tool
+from lunora_jobs.toolbox.sandbox import LocalDirStore, ObjectStore, S3Store, container_tool, fs_tool
 
 __all__ = [
-    "LocalDirStore", "McpServer", "ObjectStore", "agent_as_tool", "browser_tool", "code_tool",
+    "LocalDirStore", "McpServer", "ObjectStore", "S3Store", "agent_as_tool", "browser_tool", "code_tool",
     "container_tool",
     "fs_tool", "mcp_tools",
 ]

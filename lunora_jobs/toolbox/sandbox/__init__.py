@@ -4,6 +4,7 @@
 
 from lunora_jobs.toolbox.sandbox.container import container_tool
 from lunora_jobs.toolbox.sandbox.fs import fs_tool
+from lunora_jobs.toolbox.sandbox.s3 import S3Store
 from lunora_jobs.toolbox.sandbox.store import Entry, LocalDirStore, ObjectStore
 
-__all__ = ["Entry", "LocalDirStore", "ObjectStore", "container_tool", "fs_tool"]
+__all__ = ["Entry", "LocalDirStore", "ObjectStore", "S3Store", "container_tool", "fs_tool"]

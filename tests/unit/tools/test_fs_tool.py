@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostile_paths import LINK_ATTACKS, PATH_ATTACKS
 
 from lunora_jobs import define_agent, fs_tool
 from lunora_jobs.errors import InvalidToolError, ToolError
@@ -16,13 +17,7 @@ from lunora_jobs.tools import ToolContext, ToolDefinition
 
 CTX = ToolContext(idempotency_key="tool:fs:c1", run_id="r1", thread_key="t1", owner=None, tool_call_id="c1")
 
-HOSTILE = [
-    "..", "../x", "../../outside/secret.txt", "a/../../x", "a/b/../../../x", "./../x", "a/..",
-    "/etc/passwd", "//etc/passwd", "/", "\\\\server\\share\\x", "C:\\Windows\\win.ini", "C:/x",
-    "a\\..\\..\\x", "..\\secret", "a\x00b", "\x00", "x\n../y", "tab\there", "\x7f",
-    "a" * 256, "a/" * 600,
-    "link_out/secret.txt", "link_out", "secret_link", "up/outside/secret.txt", "deep/link_out/secret.txt",
-]
+HOSTILE = [*PATH_ATTACKS, *LINK_ATTACKS]
 
 
 @pytest.fixture
