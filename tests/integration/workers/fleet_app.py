@@ -8,6 +8,10 @@ Every tool counts its side effects durably in Redis (``FLEET_REDIS_URL``, keys u
 - ``<prefix>:applied``  hash idempotency_key -> how many times the effect was actually applied
   (incremented only when HSETNX created the entry) — must end at exactly 1 for every key.
 
+``patient`` and ``stubborn`` run on ``Outage``, a model that fails the first calls of each run input
+(each call's time in ``<prefix>:calls:<input>``), under their own ``retry=`` policies; ``timed``
+blocks a tool past its ``run_timeout_s``.
+
 ``block`` applies its effect, records its process id in ``<prefix>:pids``, announces itself on
 ``<prefix>:entered`` and then waits until the flag ``<prefix>:release`` is set, so a test can SIGKILL the
 worker while the step is provably in the middle.
@@ -24,6 +28,7 @@ from typing import Any
 import redis
 
 from lunora_jobs.agent import define_agent
+from lunora_jobs.models.base import ModelTurn
 from lunora_jobs.models.scripted import ScriptedModel, final_turn, tool_call_turn, tool_calls_turn
 from lunora_jobs.tools import ToolContext, define_tool
 
@@ -131,7 +136,48 @@ poison = define_agent(
     max_attempts=2,
 )
 
-AGENTS = [fanout, crashy, lossy, poison]
+class Unavailable(Exception):
+    """Shaped like an SDK's status error: HTTP 503, retried."""
+
+    status_code = 503
+
+
+class Outage:
+    """Fails the first ``failures`` calls for each user input with ``error(n)``, then answers."""
+
+    name = "outage"
+
+    def __init__(self, failures: int, error: type[Exception]) -> None:
+        self.failures, self.error = failures, error
+
+    def generate(self, messages: Any, **options: Any) -> ModelTurn:
+        text = next(str(m.get("content")) for m in messages if m.get("role") == "user")
+        calls = _redis().rpush(_key(f"calls:{text}"), repr(time.time()))
+        if calls <= self.failures:
+            raise self.error(f"call {calls} failed")
+        return final_turn(f"answered on call {calls}")
+
+
+RETRY_BASE_S, RETRY_CAP_S = 0.4, 0.5
+patient = define_agent(
+    name="patient", instructions="Answer.", model=Outage(3, Unavailable), step_timeout_s=STEP_TIMEOUT_S,
+    retry={"max_attempts": 3, "base_s": RETRY_BASE_S, "cap_s": RETRY_CAP_S},
+)
+stubborn = define_agent(
+    name="stubborn", instructions="Answer.", model=Outage(99, ValueError), step_timeout_s=STEP_TIMEOUT_S,
+    retry={"max_attempts": 5, "give_up_on": [ValueError]},
+)
+RUN_TIMEOUT_S = 2.0
+timed = define_agent(
+    name="timed",
+    instructions="Block, then answer.",
+    model=ScriptedModel([tool_call_turn("t1", "block", {"value": "t"}), final_turn("in time")]),
+    tools=[block],
+    step_timeout_s=STEP_TIMEOUT_S,
+    run_timeout_s=RUN_TIMEOUT_S,
+)
+
+AGENTS = [fanout, crashy, lossy, poison, patient, stubborn, timed]
 
 
 def build_app() -> Any:

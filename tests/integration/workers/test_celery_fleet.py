@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import kombu
@@ -14,14 +13,6 @@ from suite_settings import service_unavailable, settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-
-@pytest.fixture
-def fleet(pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fleet]:
-    fleet = Fleet(pg_url, private_redis, monkeypatch)
-    try:
-        yield fleet
-    finally:
-        fleet.close()
 
 
 def _steps(fleet: Fleet, run_id: str) -> dict[str, Any]:
