@@ -97,7 +97,7 @@ def raw_chains(hops: int, count: int, queue: str | None = None) -> float:
         # Short waits: redis-py's client has a 5 s socket timeout, shorter than a loaded machine's chain.
         mark = client.blpop([key], timeout=1)
         if mark is not None:
-            finished.append(float(mark[1]))  # type: ignore[index]
+            finished.append(float(mark[1]))
         elif time.monotonic() > deadline:
             raise TimeoutError(f"{count - len(finished)} of {count} raw chains did not finish in 600 s")
     client.delete(key)

@@ -1,7 +1,7 @@
 """Benchmark: Lunora Jobs beside its peers and the raw-Celery floor, measured side by side in one run.
 
     pip install -e ".[bench]"      # DBOS Transact, LangGraph + its Postgres checkpointer (no torch)
-    python bench/peers.py          # fuller: 9 latency samples, 3 load samples, 30 and 300 in flight
+    python bench/peers.py          # fuller: 7 latency samples, 3 samples at 30 in flight, 1 at 300
     python bench/peers.py --quick  # about a minute: 5 latency samples, 1 load sample, 30 in flight
     python bench/peers.py --systems floor,lunora   # only some (the floor is always measured)
 
@@ -21,7 +21,8 @@ turns inside each repetition so a change of load on a shared machine hits them a
 
 1. per-step latency: one workflow at a time, wall time / K, median of ``--repeats``;
 2. throughput: ``--concurrent`` (30) and ``--in-flight`` (300) workflows started at once, K x n /
-   wall time (start to last finish), median of ``--load-repeats``;
+   wall time (start to last finish), median of ``--load-repeats`` (one sample at 300 unless
+   ``--heavy-repeats``: it is K x 300 steps long, minutes for the slowest system on a loaded machine);
 3. scaling: throughput at ``--concurrent`` with 1 process against ``--workers`` processes, and where
    the machine's CPU went meanwhile (the system, PostgreSQL, Redis, this driver, everything else).
 
@@ -59,8 +60,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, help="processes per system")
     parser.add_argument("--concurrent", type=int, default=30)
     parser.add_argument("--in-flight", type=int, default=300, help="the heavier load (0: skip)")
-    parser.add_argument("--repeats", type=int, help="latency samples per system (default 9; quick 5)")
-    parser.add_argument("--load-repeats", type=int, help="samples per load (default 3; quick 1)")
+    parser.add_argument("--repeats", type=int, help="latency samples per system (default 7; quick 5)")
+    parser.add_argument("--load-repeats", type=int, help="samples at --concurrent (default 3; quick 1)")
+    parser.add_argument("--heavy-repeats", type=int, default=1, help="samples at --in-flight")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"comma-separated, of {', '.join(SYSTEMS)} (the floor is always measured)")
     args = parser.parse_args(argv)
@@ -71,7 +73,7 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--systems: unknown {', '.join(sorted(unknown))}; choose from {', '.join(SYSTEMS)}")
     if args.workers < 1:
         parser.error("--workers must be at least 1")
-    args.repeats = args.repeats or (5 if args.quick else 9)
+    args.repeats = args.repeats or (5 if args.quick else 7)
     args.load_repeats = args.load_repeats or (1 if args.quick else 3)
     if args.quick:
         args.in_flight = 0
@@ -156,36 +158,42 @@ def _quietly(fn: Callable[[], Any]) -> None:
 
 def measure(bench: Bench) -> list[SystemResult]:
     """Warm every system, then take the samples, the systems taking turns in each repetition."""
-    args, steps, top = bench.args, bench.steps, args_top(bench)
+    args, steps, top = bench.args, bench.steps, bench.args.workers
     results = {system.name: SystemResult(system.name) for system in bench.systems}
     cpu = {(system.name, p): CpuShare() for system in bench.systems for p in bench.processes}
-    for system in bench.systems:  # imports, pools, prepared statements; every process once
+    _progress("warming up every system (imports, pools, prepared statements; every process once)")
+    for system in bench.systems:
         system.batch(1, 1)
         system.batch(2 * top, top)
+    _progress(f"latency: {args.repeats} x one workflow per system")
     for _ in range(args.repeats):
         for system in bench.systems:
             results[system.name].latency_ms.append(system.batch(1, 1) * 1000.0 / steps)
-    loads = [n for n in (args.concurrent, args.in_flight) if n > 0]
-    for _ in range(args.load_repeats):
-        for n in loads:
-            for system in bench.systems:
-                for p in (bench.processes if n == args.concurrent else [top]):
-                    pids, group = bench.owners[system.name](p)
-                    wall = cpu[system.name, p].measure(partial(system.batch, n, p), pids, group)
-                    rate = n * steps / wall
-                    result = results[system.name]
-                    if n == args.concurrent:
-                        result.scaling.setdefault(p, []).append(rate)
-                    if p == top:
-                        result.throughput.setdefault(n, []).append(rate)
+    rounds = [(args.concurrent, r, args.load_repeats) for r in range(args.load_repeats)]
+    if args.in_flight > 0:
+        rounds += [(args.in_flight, r, args.heavy_repeats) for r in range(args.heavy_repeats)]
+    for n, repeat, of in rounds:
+        _progress(f"load: {n} in flight, sample {repeat + 1} of {of}")
+        for system in bench.systems:
+            for p in (bench.processes if n == args.concurrent else [top]):
+                pids, group = bench.owners[system.name](p)
+                wall = cpu[system.name, p].measure(partial(system.batch, n, p), pids, group)
+                rate = n * steps / wall
+                result = results[system.name]
+                if n == args.concurrent:
+                    result.scaling.setdefault(p, []).append(rate)
+                if p == top:
+                    result.throughput.setdefault(n, []).append(rate)
     for system in bench.systems:
         results[system.name].cpu = {p: cpu[system.name, p].summary() for p in bench.processes}
     return [results[system.name] for system in bench.systems]
 
 
-def args_top(bench: Bench) -> int:
-    """The number of processes every system gets in the main table."""
-    return int(bench.args.workers)
+_BEGAN = time.monotonic()
+
+
+def _progress(what: str) -> None:
+    print(f"[{time.monotonic() - _BEGAN:5.0f} s] {what}", file=sys.stderr, flush=True)
 
 
 def report(bench: Bench, results: list[SystemResult], began: float, load: tuple[float, ...]) -> None:
@@ -193,8 +201,10 @@ def report(bench: Bench, results: list[SystemResult], began: float, load: tuple[
     args = bench.args
     loads = [n for n in (args.concurrent, args.in_flight) if n > 0]
     print(f"\npeers: K = {args.steps} no-op steps per workflow, durable; same PostgreSQL and Redis; "
-          f"{args.workers} processes per system; latency median of {args.repeats}, load median of "
-          f"{args.load_repeats}; {time.monotonic() - began:.0f} s; load average {load[0]:.1f} -> "
+          f"{args.workers} processes per system; medians of {args.repeats} latency samples, "
+          f"{args.load_repeats} at {args.concurrent} in flight"
+          + (f", {args.heavy_repeats} at {args.in_flight}" if args.in_flight > 0 else "")
+          + f"; {time.monotonic() - began:.0f} s; load average {load[0]:.1f} -> "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(peers_table(results, loads))
     print("samples:")
@@ -214,6 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     began, load = time.monotonic(), os.getloadavg()
     bench = Bench(args)
     try:
+        _progress(f"starting: {args.workers}-process and 1-process Celery workers, the peers' processes")
         bench.start()
         results = measure(bench)
     finally:
