@@ -67,6 +67,8 @@ def test_a_start_while_the_broker_is_down_returns_and_the_run_completes_once_it_
         assert len(fleet.app.store.list_runs(thread_id=run.thread_id)) == 1
         assert_clean_transcript(fleet.app.store.list_messages(run.thread_id), tool_messages=5,
                                 assistant_messages=3)
+        # The workers said which agents they serve (UnknownAgentError is for the others).
+        assert {"fanout", "crashy", "lossy", "poison"} <= set(fleet.app.store.declared_agents(0))
         print(f"\nbroker down at start: run() returned its handle in {took:.1f} s; the run completed "
               "once the broker was back")
     finally:
