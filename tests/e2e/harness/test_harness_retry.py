@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from harness_support import FakeClock
+from harness_support import FakeClock, WorkerDied
 
 from lunora_jobs import (
     ConflictError,
@@ -265,3 +265,57 @@ def test_a_parked_run_is_not_read_by_the_sweep_and_times_out_when_its_decision_a
     h.resolve("t", "g1", approve=True)
     result = h.result(parked.run_id)
     assert result.status == "failed" and "RunTimeoutError" in (result.error or "") and RECORDS == []
+
+
+# -- the poison-step rule under a recorded policy ---------------------------------------------------
+
+LEASE_MS = 330_000  # past any lease
+
+
+def _poison_run(recorded: int, deployed: int) -> tuple[Harness, str, dict[str, int]]:
+    """A tool that kills its worker every time (until ``crash["on"]`` is 0), started under
+    ``max_attempts=recorded`` and swept by a deploy with ``max_attempts=deployed``."""
+    crash = {"on": 1, "runs": 0}
+
+    @tool
+    def poison(q: str) -> str:
+        """Kills its worker while crash["on"] is set."""
+        crash["runs"] += 1
+        if crash["on"]:
+            raise WorkerDied()
+        return "survived"
+
+    clock = FakeClock()
+    store = InMemoryStore(clock=clock)
+    script = [tool_call_turn("p1", "poison", {"q": "x"}), final_turn("done")]
+    def deployed_with(attempts: int) -> Harness:
+        agent = define_agent(name="support", model="offline", tools=[poison], max_attempts=attempts)
+        return agent_harness(agent, script=script, store=store)
+
+    first = deployed_with(recorded)
+    with pytest.raises(WorkerDied):
+        first.run(input="go", thread_key="t")
+    deploy = deployed_with(deployed)
+    run_id = store.list_runs()[0].id
+    for _ in range(6):
+        clock.advance(LEASE_MS + 1)
+        try:
+            deploy.app.sweep()
+        except WorkerDied:
+            continue
+    return deploy, run_id, crash
+
+
+@pytest.mark.parametrize(("recorded", "deployed"), [(2, 4), (4, 2)])
+def test_a_step_that_kills_its_worker_is_held_to_the_runs_recorded_max_attempts(
+    recorded: int, deployed: int
+) -> None:
+    deploy, run_id, crash = _poison_run(recorded, deployed)
+    assert crash["runs"] == recorded  # not the deployed agent's number
+    result = deploy.result(run_id)
+    assert result.status == "failed" and "StepExhaustedError" in (result.error or "")
+    assert f"max_attempts={recorded}" in (result.error or "")
+    # Fixed: a retry gives the exhausted step fresh attempts, and the run finishes.
+    crash["on"] = 0
+    assert deploy.app.runs.retry(run_id, trusted=True) == ["tool:poison:p1"]
+    assert deploy.result(run_id).status == "completed" and crash["runs"] == recorded + 1
