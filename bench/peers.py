@@ -39,6 +39,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -114,8 +115,10 @@ class Bench:
         self._add(FloorSystem(self.steps, self.queues), self._worker_owner)
         if "lunora" in wanted:
             self._add(LunoraSystem(self.steps, self.queues, env["CELERY_BROKER_URL"]), self._worker_owner)
+        starters: list[Callable[[], Any]] = []
         for p in self.processes:
-            self.workers[p] = WorkerProcess(self.queues[p], env, concurrency=p, app_module="_common").start()
+            self.workers[p] = WorkerProcess(self.queues[p], env, concurrency=p, app_module="_common")
+            starters.append(self.workers[p].start)
         from _peer_procs import PeerProcesses
 
         for kind in ("dbos", "langgraph"):
@@ -125,7 +128,11 @@ class Bench:
                 peer = PeerProcesses(kind, url.replace("postgresql+psycopg://", "postgresql://"),
                                      self.steps, self.args.workers)
                 self._add(peer, peer.owner)
-                peer.start()
+                starters.append(peer.start)
+        # Side by side: each waits for its processes to import and connect, which is most of the time.
+        with ThreadPoolExecutor(len(starters)) as pool:
+            for started in [pool.submit(start) for start in starters]:
+                started.result()
 
     def _add(self, system: Any, owner: Callable[[int], tuple[set[int], int]]) -> None:
         self.systems.append(system)
