@@ -80,8 +80,5 @@ class CpuShare:
         if busy < 0.85 * CORES:
             verdict = "not CPU-bound: waits (round trips, the broker, locks) limit it"
         else:
-            services = self.cores("PostgreSQL") + self.cores("Redis") + self.cores("driver")
-            verdict = (f"CPU-bound: the cores are full, so every hand-off between processes waits for "
-                       f"one; the system got {self.cores('system'):.2f} of them, PostgreSQL + Redis + "
-                       f"driver {services:.2f}, other work on the machine {self.cores('other'):.2f}")
+            verdict = "CPU-bound: the cores are full, so each hand-off between processes waits for one"
         return f"busy {busy:.2f} of {CORES} cores ({parts}) -> {verdict}"
