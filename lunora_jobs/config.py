@@ -91,6 +91,10 @@ class Settings(RagSettings):
         default="lunora:admin",
         validation_alias=AliasChoices("LUNORA_API_JWT_ADMIN_SCOPE", "api_jwt_admin_scope"),
     )
+    api_jwt_tenant_claim: str | None = Field(
+        default=None, validation_alias=AliasChoices("LUNORA_API_JWT_TENANT_CLAIM", "api_jwt_tenant_claim")
+    )
+    """The JWT claim naming the caller's tenant (e.g. ``tenant``); unset: JWT callers have no tenant."""
     api_cors_origins: str | None = Field(
         default=None, validation_alias=AliasChoices("LUNORA_API_CORS_ORIGINS", "api_cors_origins")
     )

@@ -21,7 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lunora_jobs.api.auth.base import AuthenticationError
-from lunora_jobs.errors import ConflictError, IdentityTooLongError, NotFoundError
+from lunora_jobs.errors import (
+    ConflictError,
+    IdentityTooLongError,
+    NotFoundError,
+    QuotaExceededError,
+    QuotaUnavailableError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +114,12 @@ def install_problem_handlers(app: FastAPI) -> None:
     async def on_conflict(request: Request, exc: Exception) -> JSONResponse:
         return problem_response(request, 409, "conflict", str(exc))
 
+    async def on_quota_exceeded(request: Request, exc: Exception) -> JSONResponse:
+        return problem_response(request, 429, "quota-exceeded", str(exc))
+
+    async def on_quota_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        return problem_response(request, 503, "quota-unavailable", str(exc))
+
     async def on_identity_too_long(request: Request, exc: Exception) -> JSONResponse:
         return problem_response(request, 422, "invalid-request", str(exc))
 
@@ -135,6 +147,8 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(NotFoundError, on_not_found)
     app.add_exception_handler(ConflictError, on_conflict)
     app.add_exception_handler(IdentityTooLongError, on_identity_too_long)
+    app.add_exception_handler(QuotaExceededError, on_quota_exceeded)
+    app.add_exception_handler(QuotaUnavailableError, on_quota_unavailable)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(Exception, on_unexpected)

@@ -16,7 +16,7 @@ import typer
 
 GROUPS: tuple[str, ...] = (
     "run", "runs", "approve", "schedules", "threads", "generate", "db", "doctor", "services", "rag",
-    "pricing",
+    "pricing", "governance", "proposals",
 )
 """Registered in this order (``lunora --help`` lists commands as registered)."""
 

@@ -20,14 +20,20 @@ class AuthenticationError(LunoraError):
 @dataclass(frozen=True, slots=True)
 class Identity:
     """A verified caller. ``subject`` becomes ``owner`` of the runs it starts and ``viewer`` of what it
-    reads; ``admin`` lets the console list and open every run (the on-call engineer's view)."""
+    reads; ``admin`` lets the console list and open every run (the on-call engineer's view).
+    ``tenant``: the tenant the caller acts for, recorded on the runs it starts; it confines what the
+    caller reads of usage, quotas and action proposals to that tenant (an admin with a tenant is that
+    tenant's admin; an admin without one is the operator, who sees every tenant)."""
 
     subject: str
     admin: bool = False
+    tenant: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.subject, str) or not self.subject.strip():
             raise AuthenticationError("a verified identity needs a non-empty subject")
+        if self.tenant is not None and (not isinstance(self.tenant, str) or not self.tenant.strip()):
+            raise AuthenticationError("a verified identity's tenant must be a non-empty string when set")
 
 
 @runtime_checkable

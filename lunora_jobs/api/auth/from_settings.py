@@ -35,6 +35,7 @@ def authenticator_from_settings(settings: Settings) -> Authenticator:
             key=settings.api_jwt_key or None, jwks_url=settings.api_jwt_jwks_url or None,
             algorithms=settings.api_jwt_algorithms.split(","), issuer=settings.api_jwt_issuer,
             audience=settings.api_jwt_audience, admin_scope=settings.api_jwt_admin_scope or None,
+            tenant_claim=settings.api_jwt_tenant_claim or None,
         ))
     if not found:
         raise ConfigurationError(

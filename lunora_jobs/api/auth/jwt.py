@@ -29,12 +29,14 @@ _ASYMMETRIC = ("RS", "PS", "ES", "Ed")
 
 
 class JWTAuthenticator:
-    """Accepts JWTs signed by the configured key; ``sub`` (or ``subject_claim``) is the subject."""
+    """Accepts JWTs signed by the configured key; ``sub`` (or ``subject_claim``) is the subject and,
+    with ``tenant_claim``, that claim the caller's tenant (required then: fail closed)."""
 
     def __init__(
         self, *, key: str | bytes | None = None, jwks_url: str | None = None,
         algorithms: Sequence[str] = ("RS256",), issuer: str | None = None, audience: str | None = None,
         subject_claim: str = "sub", admin_scope: str | None = "lunora:admin", leeway_s: float = 30.0,
+        tenant_claim: str | None = None,
     ) -> None:
         if (key is None) == (jwks_url is None):
             raise ConfigurationError("JWTAuthenticator needs one of key= (PEM or secret) or jwks_url=.")
@@ -51,6 +53,7 @@ class JWTAuthenticator:
         self._subject_claim = subject_claim
         self._admin_scope = admin_scope
         self._leeway = leeway_s
+        self._tenant_claim = tenant_claim
 
     def authenticate(self, credential: str) -> Identity | None:
         """The identity of a valid token, else None (the reason is logged at debug level)."""
@@ -69,7 +72,10 @@ class JWTAuthenticator:
         subject = claims.get(self._subject_claim)
         if not isinstance(subject, str) or not subject.strip():
             return None
-        return Identity(subject, admin=self._is_admin(claims))
+        tenant = claims.get(self._tenant_claim) if self._tenant_claim else None
+        if self._tenant_claim and (not isinstance(tenant, str) or not tenant.strip()):
+            return None  # a tenant is required by the configuration: a token without one proves nothing
+        return Identity(subject, admin=self._is_admin(claims), tenant=tenant)
 
     def _is_admin(self, claims: dict[str, Any]) -> bool:
         if not self._admin_scope:

@@ -48,14 +48,17 @@ class BearerTokenAuthenticator:
 
     @classmethod
     def from_entries(cls, entries: Iterable[Mapping[str, Any]]) -> BearerTokenAuthenticator:
-        """From ``[{"subject": ..., "token_sha256": ... | "token": ..., "admin": bool}]``."""
+        """From ``[{"subject": ..., "token_sha256": ... | "token": ..., "admin": bool, "tenant": ...}]``."""
         tokens: dict[str, Identity] = {}
         digests: dict[str, Identity] = {}
         for number, entry in enumerate(entries):
             subject = entry.get("subject")
             if not isinstance(subject, str) or not subject:
                 raise ConfigurationError(f"token entry {number} has no 'subject'.")
-            who = Identity(subject, admin=bool(entry.get("admin", False)))
+            tenant = entry.get("tenant")
+            if tenant is not None and (not isinstance(tenant, str) or not tenant):
+                raise ConfigurationError(f"token entry {number}: 'tenant' must be a non-empty string.")
+            who = Identity(subject, admin=bool(entry.get("admin", False)), tenant=tenant)
             if isinstance(entry.get("token_sha256"), str):
                 digests[entry["token_sha256"]] = who
             elif isinstance(entry.get("token"), str) and entry["token"]:

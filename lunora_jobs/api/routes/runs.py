@@ -63,7 +63,7 @@ def start_run(ctx: ApiContext, who: Identity, *, agent: str, input: Any, thread_
             return RunAccepted(id=earlier.id, thread_key=thread.key if thread else "", status=earlier.status)
     try:
         handle = lunora.agents[agent].run(input=input, thread_key=thread_key, owner=owner, title=title,
-                                          run_id=run_id)
+                                          run_id=run_id, tenant=who.tenant)
     except ConflictError:
         if thread_key is not None:
             # Another owner created the thread between our check and our start: it must look missing.
@@ -81,7 +81,7 @@ def router(ctx: ApiContext) -> APIRouter:
     identity = Depends(ctx.gate)
 
     @api.post("/runs", status_code=status.HTTP_202_ACCEPTED, response_model=RunAccepted,
-              responses=problem_responses(404, 409))
+              responses=problem_responses(404, 409, 429, 503))
     def create_run(body: RunStart, idempotency_key: IdempotencyKey = None,
                    who: Identity = identity) -> RunAccepted:
         """Start a run of an agent; with ``thread_key``, continue that thread's conversation."""
@@ -89,7 +89,7 @@ def router(ctx: ApiContext) -> APIRouter:
                          title=body.title, idempotency_key=idempotency_key)
 
     @api.post("/threads/{key}/runs", status_code=status.HTTP_202_ACCEPTED, response_model=RunAccepted,
-              responses=problem_responses(404, 409))
+              responses=problem_responses(404, 409, 429, 503))
     def create_thread_run(key: Annotated[Key, Path()], body: ThreadRunStart,
                           idempotency_key: IdempotencyKey = None, who: Identity = identity) -> RunAccepted:
         """Start (or continue) the conversation on thread ``key``."""

@@ -1,5 +1,6 @@
-// The run console: runs list (filters, keyset pages), a run's step timeline, its live thread with
-// approve / reject buttons, and the thread's synced state. Plain DOM + the API's JS client; all text
+// The run console: runs list (filters, keyset pages), usage and quotas (what the identity may read),
+// a run's step timeline, its live thread with approve / reject buttons for approvals and action
+// proposals, and the thread's synced state. Plain DOM + the API's JS client; all text
 // goes in through textContent, never as HTML.
 import { ApiError, LunoraClient, createAgentChat } from "/client/lunora.js";
 
@@ -49,7 +50,11 @@ async function boot() {
     for (const agent of agents) select.append(el("option", { value: agent.name }, agent.name));
   }
   await loadRuns(true);
-  setInterval(() => { if (!pagedBack) loadRuns(true).catch(showError); }, REFRESH_MS);
+  await loadGovernance();
+  setInterval(() => {
+    if (!pagedBack) loadRuns(true).catch(showError);
+    loadGovernance().catch(showError);
+  }, REFRESH_MS);
 }
 
 $("sign-in-form").addEventListener("submit", async (event) => {
@@ -114,6 +119,29 @@ $("start-form").addEventListener("submit", async (event) => {
     alert(error.message);
   }
 });
+
+// -- usage and quotas -------------------------------------------------------------------------------
+async function loadGovernance() {
+  const groups = await client.usage({ groupBy: $("usage-by").value });
+  const body = $("usage").tBodies[0];
+  body.replaceChildren();
+  for (const g of groups) {
+    const key = $("usage-by").value === "day" && g.key !== null ? new Date(g.key).toISOString().slice(0, 10) : g.key;
+    body.append(el("tr", { dataset: { testid: "usage-row" } }, el("td", {}, key ?? "—"), el("td", {}, g.rows),
+      el("td", {}, g.total_tokens), el("td", {}, cost(g.cost_usd))));
+  }
+  const quotas = $("quotas");
+  quotas.replaceChildren();
+  for (const s of await client.quota()) {
+    const limit = [s.tokens_limit !== null ? `${s.tokens_used} / ${s.tokens_limit} tokens` : "",
+                   s.cost_limit_usd !== null ? `${cost(s.cost_used_usd)} / ${cost(s.cost_limit_usd)}` : ""];
+    const window = s.window === "day" ? "UTC day" : `${s.window} s`;
+    quotas.append(el("li", { dataset: { testid: "quota", exceeded: String(s.exceeded) } },
+      `${s.scope} ${s.key} (${window}): ${limit.filter(Boolean).join(", ")}${s.exceeded ? " — exceeded" : ""}`));
+  }
+}
+
+$("usage-by").addEventListener("change", () => loadGovernance().catch(showError));
 
 // -- one run ----------------------------------------------------------------------------------------
 async function openRun(runId) {
@@ -187,6 +215,7 @@ function renderThread(snapshot) {
         el("span", { class: "role" }, `${who}:`), body ?? ""));
     }
     refreshTimeline();
+    loadProposals().catch(showError);
   }
   if (snapshot.status !== lastRendered.status) refreshTimeline();
   lastRendered = { messages: snapshot.messages, status: snapshot.status };
@@ -206,6 +235,30 @@ function renderThread(snapshot) {
       el("button", { dataset: { testid: "reject" }, onclick: decide(false) }, "Reject")));
   }
   $("state").textContent = JSON.stringify(snapshot.state, null, 2);
+}
+
+async function loadProposals() {
+  if (!current) return;
+  const threadKey = current.threadKey;
+  const found = await client.proposals(threadKey);
+  if (!current || current.threadKey !== threadKey) return;
+  const list = $("proposals");
+  list.replaceChildren();
+  for (const p of found) {
+    const decide = (approve) => async () => {
+      try {
+        await client.decideProposal(threadKey, p.id, approve);
+        await loadProposals();
+      } catch (error) { showError(error); alert(error.message); }
+    };
+    const item = el("li", { dataset: { testid: "proposal", status: p.status } },
+      `${p.tool_name}(${short(p.input, 120)}) — ${p.status}${p.decided_by ? ` by ${p.decided_by}` : ""}`);
+    if (p.status === "pending") {
+      item.append(el("button", { dataset: { testid: "proposal-approve" }, onclick: decide(true) }, "Approve"),
+                  el("button", { dataset: { testid: "proposal-reject" }, onclick: decide(false) }, "Reject"));
+    }
+    list.append(item);
+  }
 }
 
 boot().catch(showError);

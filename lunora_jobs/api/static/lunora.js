@@ -140,6 +140,23 @@ export class LunoraClient {
     return (await this.request("POST", path, { body: { reason: reason ?? null } })).result;
   }
 
+  // -- action proposals (independent mode) and governance ---------------------------------------
+  async proposals(key, { decision } = {}) {
+    return (await this.request("GET", `/threads/${enc(key)}/proposals`, { query: { decision } })).proposals;
+  }
+  async decideProposal(key, proposalId, approve, { reason } = {}) {
+    const path = `/threads/${enc(key)}/proposals/${enc(proposalId)}/${approve ? "approve" : "reject"}`;
+    return (await this.request("POST", path, { body: { reason: reason ?? null } })).result;
+  }
+  /** Usage groups (`groupBy`: actor | tenant | agent | model | day), narrowed by the caller's identity. */
+  async usage({ groupBy, since, until, actor, tenant, agent, model } = {}) {
+    const query = { group_by: groupBy, since, until, actor, tenant, agent, model };
+    return (await this.request("GET", "/governance/usage", { query })).groups;
+  }
+  async quota({ actor, tenant } = {}) {
+    return (await this.request("GET", "/governance/quota", { query: { actor, tenant } })).statuses;
+  }
+
   // -- the live stream --------------------------------------------------------------------------
   /**
    * Follow a thread: `onEvent({type, data, id})` for every event (message, snapshot, status, approvals,

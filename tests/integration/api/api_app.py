@@ -128,13 +128,21 @@ def _streaming_model(settings: Any) -> Any:
 streamer = define_agent(name="streamer", instructions="Answer at length.", model=_streaming_model,
                         step_timeout_s=20, max_turns=2)
 AGENTS = [support, streamer] if os.environ.get("API_STREAM_MODEL_URL") else [support]
+# Governance tests only: an independent-mode agent (a charge above 5000 becomes an action proposal)
+# and quotas, so the console shows proposals, usage and quota statuses.
+payer = define_agent(name="payer", instructions="Test agent.", model=ApiInputModel(), tools=[charge_card],
+                     action_approval_mode="independent", step_timeout_s=20)
 
 
 def build_app() -> Any:
     """A fresh ``Lunora`` app on the current environment."""
+    from lunora_jobs import Quota
     from lunora_jobs.runtime import Lunora
 
-    return Lunora.from_env(agents=AGENTS, redis_prefix=os.environ["API_TEST_PREFIX"])
+    if not os.environ.get("API_GOVERNANCE"):
+        return Lunora.from_env(agents=AGENTS, redis_prefix=os.environ["API_TEST_PREFIX"])
+    quotas = [Quota("actor", tokens=1_000_000), Quota("tenant", tokens=5_000_000, window=3600)]
+    return Lunora.from_env(agents=[*AGENTS, payer], redis_prefix=os.environ["API_TEST_PREFIX"], quotas=quotas)
 
 
 @cache

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from api_stack import TOKENS, ApiStack
+from console_page import signed_in_console
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -19,19 +20,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 def test_console_watch_approve_and_timeline(stack: ApiStack, browser: Any, tmp_path: Path) -> None:
     stack.start_worker()
     api = stack.start_api()
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    problems: list[str] = []
-    # Script errors and CSP refusals count; the signed-out page's expected 401 from GET /session does not.
-    page.on("console", lambda m: problems.append(m.text)
-            if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on("response", lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 500 else None)
-    page.set_default_timeout(60_000)
-
-    page.goto(f"{api.url}/console")
-    page.get_by_test_id("token").fill(TOKENS["alice"])
-    page.get_by_test_id("sign-in-button").click()
-    page.get_by_test_id("who").filter(has_text="signed in as alice").wait_for()
+    page, problems = signed_in_console(browser, api.url, TOKENS["alice"], "alice")
 
     # Start a run from the console and watch its thread stream in.
     page.get_by_test_id("start-agent").select_option("support")
