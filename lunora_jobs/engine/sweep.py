@@ -6,7 +6,8 @@ finds what is stalled with a few indexed queries (``store.lapsed_steps``, ``quie
 reads the ledger of each stalled run only, re-plans it and dispatches any step with no live lease:
 
 1. a lapsed lease: the worker holding the step died (a live one renews it, ``engine/leases.py``) —
-   taken over at once, so a SIGKILLed worker's steps move again within one lease plus one tick;
+   taken over at once, so a SIGKILLed worker's steps move again within one lease plus one tick
+   (in a run parked on an approval too: the other calls of its turn run meanwhile);
 2. a running run quiet for ``grace_ms``: its next message may be lost — re-planned, then touched
    so it is looked at again only one grace period later (a tick never starves: stalest first);
 3. a parked run with a decision recorded but not applied, or with nothing left to wait on, or
@@ -144,7 +145,8 @@ def _sweep_pass(deps: EngineDeps, batch: int, grace_ms: int, budget: int) -> Swe
             break
         if first_look(row.run_id):
             run = store.get_run(row.run_id)
-            if run is not None and run.status == "running":
+            # A parked run too: the other tool calls of its turn run while it waits for an approval.
+            if run is not None and run.status in ("running", "awaiting_input"):
                 _sweep_run(deps, run, grace_ms, report)
     # 2. Running runs quiet for a grace period (a lost message). Each one examined is touched, so
     #    it is looked at again one grace period later and the stalest others come first meanwhile.

@@ -15,6 +15,10 @@ from lunora_jobs.store.records import NewMessage, StepRecord, ThreadRecord
 TOOL_CALL_FIELDS = frozenset({"output", "status", "decision", "decided_by", "decided_at"})
 DECISIONS = ("approved", "rejected")
 AWAITING_APPROVAL = "awaiting_approval"
+LAPSABLE = ("running", "awaiting_input")
+"""Run statuses whose steps the sweep takes over when their lease lapsed: a run parked on an
+approval still runs the other tool calls of its turn (found by the chaos run: a killed worker's
+sibling call waited for the human's decision)."""
 
 
 def owner_conflict(thread: ThreadRecord, owner: str | None) -> None:

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from lunora_jobs.store._rules import AWAITING_APPROVAL
+from lunora_jobs.store._rules import AWAITING_APPROVAL, LAPSABLE
 from lunora_jobs.store.records import RunRecord, StepRecord
 
 
@@ -21,12 +21,13 @@ class MemorySweepMixin:
     def lapsed_steps(
         self, now: int, *, agents: Sequence[str], limit: int, after: tuple[int, str, str] | None = None,
     ) -> list[StepRecord]:
-        """Running steps of running runs of ``agents`` whose lease lapsed, oldest lapse first."""
+        """Running steps of running or parked runs of ``agents`` whose lease lapsed, oldest lapse
+        first."""
         with self._lock:
             found = [
                 s for s in self._steps.values()
                 if s.status == "running" and 0 < s.lease_expires_at <= now
-                and (run := self._runs.get(s.run_id)) is not None and run.status == "running"
+                and (run := self._runs.get(s.run_id)) is not None and run.status in LAPSABLE
                 and run.agent in agents and (after is None or (s.lease_expires_at, s.run_id, s.name) > after)
             ]
         found.sort(key=lambda s: (s.lease_expires_at, s.run_id, s.name))

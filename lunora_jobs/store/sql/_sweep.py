@@ -3,8 +3,9 @@
 Each read costs one query whatever the number of runs, ordered by staleness so a tick that stops at
 its budget resumes with the stalest next time (the sweep touches what it examined):
 
-- ``lapsed_steps``: running steps of running runs whose lease lapsed (a dead worker's steps, found
-  through the ``(status, lease_expires_at)`` index of ``agent_steps``);
+- ``lapsed_steps``: running steps of running or parked runs whose lease lapsed (a dead worker's
+  steps, found through the ``(status, lease_expires_at)`` index of ``agent_steps``; a parked run's
+  sibling tool calls run while it waits for an approval);
 - ``quiet_runs``: runs of a status not updated since a cutoff (the ``(status, updated_at)`` index
   of ``agent_runs``);
 - ``parked_runs_to_wake``: parked runs with a recorded decision not yet applied, or with nothing
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from lunora_jobs.store._rules import AWAITING_APPROVAL
+from lunora_jobs.store._rules import AWAITING_APPROVAL, LAPSABLE
 from lunora_jobs.store.records import RunRecord, StepRecord
 from lunora_jobs.store.schema import runs, steps, tool_calls
 from lunora_jobs.store.sql._base import SqlBase
@@ -31,13 +32,14 @@ class SqlSweepMixin(SqlBase):
     def lapsed_steps(
         self, now: int, *, agents: Sequence[str], limit: int, after: tuple[int, str, str] | None = None,
     ) -> list[StepRecord]:
-        """Running steps of running runs of ``agents`` whose lease lapsed (``0 < lease_expires_at <=
-        now``), oldest lapse first, after ``after`` = (lease_expires_at, run_id, name)."""
+        """Running steps of running or parked runs of ``agents`` whose lease lapsed (``0 <
+        lease_expires_at <= now``), oldest lapse first, after ``after`` = (lease_expires_at, run_id,
+        name)."""
         query = (
             sa.select(steps)
             .join(runs, runs.c.id == steps.c.run_id)
             .where(steps.c.status == "running", steps.c.lease_expires_at > 0, steps.c.lease_expires_at <= now,
-                   runs.c.status == "running", runs.c.agent.in_(list(agents)))
+                   runs.c.status.in_(LAPSABLE), runs.c.agent.in_(list(agents)))
             .order_by(steps.c.lease_expires_at, steps.c.run_id, steps.c.name)
             .limit(max(limit, 0))
         )
