@@ -32,7 +32,7 @@ class DbosPeer:
 
     name = "DBOS Transact"
 
-    def __init__(self, database_url: str, steps: int, pool_size: int = 16) -> None:
+    def __init__(self, database_url: str, steps: int, pool_size: int = 8) -> None:
         self.steps = steps
         DBOS(config={
             "name": "lunora-peers-bench", "system_database_url": database_url,

@@ -35,7 +35,7 @@ class LangGraphPeer:
 
     name = "LangGraph + PostgresSaver"
 
-    def __init__(self, database_url: str, steps: int, pool_size: int = 16) -> None:
+    def __init__(self, database_url: str, steps: int, pool_size: int = 8) -> None:
         self.steps = steps
         self.pool: ConnectionPool[Any] = ConnectionPool(
             database_url, min_size=1, max_size=pool_size, open=True,

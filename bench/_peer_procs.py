@@ -17,6 +17,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 PEERS = {"dbos": ("_peer_dbos", "DbosPeer"), "langgraph": ("_peer_langgraph", "LangGraphPeer")}
+# Each peer process holds a pool of 8 PostgreSQL connections (plenty for 2 cores; the shared server
+# allows 100 clients in all, and other work needs its share).
 """Peer key -> (module, class) in ``bench/``: ``cls(database_url, steps)``, ``.batch(n)``, ``.close()``."""
 
 READY_TIMEOUT_S = 120.0
