@@ -71,3 +71,50 @@ async def _async_client(url: str) -> None:
             assert event.type == "snapshot" or (event.type == "message" and event.id == 2)
             if event.type == "message":
                 break
+
+
+class _Refused(Exception):
+    status_code = 400  # like an SDK's error: terminal, the run fails at once
+
+
+class _Flaky:
+    """Refuses every call until ``fixed``."""
+
+    name = "flaky"
+    fixed = False
+
+    def generate(self, messages: Any, **options: Any) -> Any:
+        if not self.fixed:
+            raise _Refused("HTTP 400")
+        return final_turn("fixed now")
+
+
+def test_clients_retry_a_failed_run(tmp_path: Path) -> None:
+    from lunora_jobs.client.errors import ApiConflictError, ApiNotFoundError
+
+    model = _Flaky()
+    app = Lunora(agents=[define_agent(name="flaky", instructions="Try.", model=model)],
+                 database_url=f"sqlite:///{tmp_path}/retry.db")
+    app.store.ensure_tables()
+    api = create_app(app, BearerTokenAuthenticator({"tok": "alice", "other": "bob"}))
+    try:
+        with serve_in_thread(api) as url:
+            client = Client(url, token="tok")
+            first, second = (client.run("flaky", "hi", thread_key=f"t-{n}") for n in (1, 2))
+            assert client.get_run(first.id).status == client.get_run(second.id).status == "failed"
+            with pytest.raises(ApiNotFoundError):
+                Client(url, token="other").retry(first.id)  # another owner's run
+            model.fixed = True
+            assert client.retry(first.id) == ["llm:turn:0"]  # in-process: done when this returns
+            assert client.get_run(first.id).text == "fixed now"
+            with pytest.raises(ApiConflictError):
+                client.retry(first.id)  # completed, not failed
+
+            async def retry_async() -> list[str]:
+                async with AsyncClient(url, token="tok") as aclient:
+                    return await aclient.retry(second.id)
+
+            assert asyncio.run(retry_async()) == ["llm:turn:0"]
+            assert client.get_run(second.id).status == "completed"
+    finally:
+        app.close()
