@@ -15,8 +15,8 @@ reads the ledger of each stalled run only, re-plans it and dispatches any step w
    waiting on an approval are never read; one waiting on a child costs a read of the child's status.
 
 A stalled run (1, 2) past the deadline its ``run_timeout_s`` set fails with ``RunTimeoutError``
-instead (read from the run row in hand: no query). A parked run is not read, so its deadline is
-checked when its decision wakes it.
+instead (read from the run row in hand: no query). A parked run is read only when a step of it
+lapsed; otherwise its deadline is checked when its decision wakes it.
 
 Before those, the start outbox's leftovers are sent (``engine/outbox.py``: a broker that was down
 when ``run()`` committed); after them, a few times per ``LUNORA_UNKNOWN_AGENT_S``, runs that no live
