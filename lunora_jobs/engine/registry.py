@@ -12,6 +12,11 @@ a run is failed with ``UnknownAgentError`` only when
 
 A sweep does this a few times per bound (every quarter of it), so it costs no query on most ticks, and
 the run fails within about 1.25 bounds of its start.
+
+Limit: an app whose workers run without a beat renews its declaration only when a pool process
+starts; if its workers then leave a run of its agent unclaimed for a whole bound (a backlog longer
+than ``LUNORA_UNKNOWN_AGENT_S``), another app's sweep fails that run. Run beat for every app, or raise
+the bound above the longest backlog.
 """
 
 from __future__ import annotations
