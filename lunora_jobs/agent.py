@@ -76,6 +76,9 @@ class AgentDefinition:
     action_approval_mode: ApprovalMode = "blocking"
     proposal_ttl_s: float | None = None
     """Independent mode: seconds an action proposal waits for a decision before it expires (None: never)."""
+    wake_on_proposal_outcome: bool = False
+    """Independent mode: a proposal's outcome (ran, failed, rejected, expired) also starts a new run on
+    its thread, with the outcome as input (once per proposal; skipped while another run is in flight)."""
     max_attempts: int = 5
     """``retry.max_attempts`` (kept here too: every claim reads it)."""
     step_timeout_s: float = 300.0
@@ -145,6 +148,7 @@ def define_agent(
     on_inbound: Any = None,
     action_approval_mode: str = "blocking",
     proposal_ttl_s: float | None = None,
+    wake_on_proposal_outcome: bool = False,
     max_attempts: int | None = None,
     step_timeout_s: float = 300.0,
     active_tools: Sequence[str] | None = None,
@@ -211,6 +215,13 @@ def define_agent(
         raise InvalidAgentOptionError(
             f"{where}: proposal_ttl_s must be a positive number of seconds or None."
         )
+    if not isinstance(wake_on_proposal_outcome, bool):
+        raise InvalidAgentOptionError(f"{where}: wake_on_proposal_outcome must be True or False.")
+    if wake_on_proposal_outcome and action_approval_mode != "independent":
+        raise InvalidAgentOptionError(
+            f"{where}: wake_on_proposal_outcome=True needs action_approval_mode='independent' (only "
+            "independent approvals have proposal outcomes)."
+        )
     telemetry_option = _wrap(where, coerce_telemetry, telemetry)
     inbound = coerce_inbound(where, on_inbound)
     compaction_options = _wrap(where, CompactionOptions.coerce, compaction)
@@ -248,6 +259,7 @@ def define_agent(
         on_inbound=inbound,
         action_approval_mode=action_approval_mode,  # type: ignore[arg-type]  # checked above
         proposal_ttl_s=None if proposal_ttl_s is None else float(proposal_ttl_s),
+        wake_on_proposal_outcome=wake_on_proposal_outcome,
         max_attempts=policy.max_attempts,
         step_timeout_s=float(step_timeout_s),
         retry=policy,

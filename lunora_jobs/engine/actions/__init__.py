@@ -10,13 +10,17 @@ actor / thread) and answers the model that the action awaits approval, so the ru
 - ``execute_next`` is the worker: it leases the next queued proposal (``claim_next``), runs the tool
   with the proposal's stable idempotency key while a heartbeat renews the lease, delivers the outcome
   to the thread as a message (keyed by the proposal, so a repeat never duplicates it) and settles;
-- ``tick`` is beat's: it expires due pending proposals and drains the queue, which also recovers the
-  lease of a worker killed mid-execution (same idempotency key, generation + 1).
+- ``tick`` is beat's: it expires due pending proposals (announcing each expiry to its thread once)
+  and drains the queue, which also recovers the lease of a worker killed mid-execution (same
+  idempotency key, generation + 1);
+- ``report_outcome`` posts an outcome to the thread and, for agents declared with
+  ``wake_on_proposal_outcome=True``, starts one new run with it.
 """
 
 from lunora_jobs.engine.actions.decide import decide
 from lunora_jobs.engine.actions.deliver import OUTCOME_KIND, outcome_message_key
 from lunora_jobs.engine.actions.execute import ExecutionReport, execute_next
+from lunora_jobs.engine.actions.outcome import report_outcome, wake_run_id
 from lunora_jobs.engine.actions.propose import (
     PROPOSAL_ROUTE,
     PROPOSAL_STEP,
@@ -38,5 +42,7 @@ __all__ = [
     "outcome_message_key",
     "proposal_store",
     "propose",
+    "report_outcome",
     "tick",
+    "wake_run_id",
 ]

@@ -9,7 +9,7 @@ is lost. A rejection is delivered to the thread as a message. A repeat of the sa
 
 from __future__ import annotations
 
-from lunora_jobs.engine.actions.deliver import deliver_outcome
+from lunora_jobs.engine.actions.outcome import report_outcome
 from lunora_jobs.engine.actions.propose import PROPOSAL_ROUTE, PROPOSAL_STEP, proposal_store
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import StepTask
@@ -46,5 +46,5 @@ def decide(
         if decided.status == "queued":
             deps.dispatcher.dispatch([StepTask(decided.id, PROPOSAL_STEP, PROPOSAL_ROUTE)])
     else:
-        deliver_outcome(deps.store, decided, "rejected", reason=decided.decision_reason)
+        report_outcome(deps, decided, "rejected", reason=decided.decision_reason)
     return result

@@ -34,6 +34,8 @@ def outcome_text(proposal: ActionProposal, status: str, result: Any, error: str 
         return f"{head} was approved but failed: {error}"
     if status == "rejected":
         return f"{head} was rejected by a human reviewer" + (f": {reason}" if reason else ".")
+    if status == "expired":
+        return f"{head} expired before anyone decided on it; the action did not run."
     return f"{head} {status}."
 
 

@@ -13,8 +13,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from lunora_jobs.engine.actions.deliver import deliver_outcome
 from lunora_jobs.engine.actions.lease import LeaseKeeper
+from lunora_jobs.engine.actions.outcome import report_outcome
 from lunora_jobs.engine.actions.propose import proposal_store
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.memo import LocatedCall
@@ -46,7 +46,7 @@ def execute_next(deps: EngineDeps, *, worker_id: str, lease_ms: int) -> Executio
         return None
     with LeaseKeeper(store, lease, lease_ms):
         status, result, error = _run(deps, lease)
-        deliver_outcome(deps.store, lease.proposal, status, result=result, error=error)
+        report_outcome(deps, lease.proposal, status, result=result, error=error)
     p = lease.proposal
     settled = store.settle_action_proposal(
         p.scope, p.id, lease.token, lease.generation, "succeeded" if status == "succeeded" else "failed",

@@ -203,6 +203,30 @@ class InMemoryProposalStore:
                 self._put_proposal(rows, row, rules.expire(row, now))
             return [r.proposal.id for r in overdue]
 
+    def unannounced_expired_proposals(
+        self, since_ms: int, limit: int = DEFAULT_LIST_LIMIT
+    ) -> list[ActionProposal]:
+        """Privileged: expired, not yet announced proposals with a deadline from ``since_ms`` on."""
+        check_limit(limit)
+        lock, rows = self._proposal_state
+        with lock:
+            found = [r.proposal for r in rows.values() if r.proposal.status == "expired"
+                     and r.proposal.settled_at is None and (r.proposal.expires_at or 0) >= since_ms]
+        return sorted(found, key=lambda p: (p.expires_at or 0, p.id))[:limit]
+
+    def mark_expiry_announced(self, proposal: ActionProposal) -> bool:
+        """Privileged: set ``settled_at`` on an expired proposal, fenced on its version."""
+        lock, rows = self._proposal_state
+        with lock:
+            row = rows.get(proposal.id)
+            if row is None or row.proposal.version != proposal.version:
+                return False
+            new = rules.announce_expiry(row, self.clock())
+            if new is None:
+                return False
+            self._put_proposal(rows, row, new)
+            return True
+
     def _delete_thread_proposals(self, thread_id: str) -> int:
         """Drop the proposals of a deleted thread (the SQL foreign key cascades; the twin must too)."""
         lock, rows = self._proposal_state

@@ -83,6 +83,15 @@ def expire(row: StoredProposal, now: int) -> StoredProposal | None:
     return replace(row, proposal=_expire(row.proposal, now))
 
 
+def announce_expiry(row: StoredProposal, now: int) -> StoredProposal | None:
+    """The expired row marked announced (``settled_at``: its expiry message is posted), else None
+    (not expired, or announced already)."""
+    p = row.proposal
+    if p.status != "expired" or p.settled_at is not None:
+        return None
+    return replace(row, proposal=_bump(p, now, settled_at=now))
+
+
 def decide(
     row: StoredProposal, decision: str, decided_by: str, reason: str | None, now: int
 ) -> tuple[DecideOutcome, StoredProposal | None]:

@@ -92,3 +92,13 @@ class ActionProposalStore(Protocol):
 
     def expire_action_proposals(self, limit: int = DEFAULT_LIST_LIMIT) -> list[str]:
         """Privileged: expire up to ``limit`` due pending proposals; returns their ids."""
+
+    def unannounced_expired_proposals(
+        self, since_ms: int, limit: int = DEFAULT_LIST_LIMIT
+    ) -> list[ActionProposal]:
+        """Privileged: expired proposals whose deadline is at or after ``since_ms`` and whose expiry
+        is not announced yet (``mark_expiry_announced``), earliest deadline first."""
+
+    def mark_expiry_announced(self, proposal: ActionProposal) -> bool:
+        """Privileged: record that ``proposal``'s expiry was posted to its thread (fenced on the
+        version it was read with); True when this call recorded it."""

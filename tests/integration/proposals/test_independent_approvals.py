@@ -16,8 +16,8 @@ from proposal_model import ChargeModel
 
 from lunora_jobs.agent import define_agent
 from lunora_jobs.config import Settings
-from lunora_jobs.engine.actions import OUTCOME_KIND
-from lunora_jobs.errors import ConflictError, NotFoundError, ProposalExpiredError
+from lunora_jobs.engine.actions import OUTCOME_KIND, proposal_store, report_outcome, wake_run_id
+from lunora_jobs.errors import ConflictError, InvalidAgentOptionError, NotFoundError, ProposalExpiredError
 from lunora_jobs.runtime import Lunora
 from lunora_jobs.runtime.proposals_api import AuthorizeAction, owner_only
 from lunora_jobs.store.base import AgentStore
@@ -237,3 +237,79 @@ def test_a_failing_tool_settles_failed_and_tells_the_thread(store_factory: Any) 
     assert failed.status == "failed" and "card declined" in str(failed.error)
     last = w.app.threads.messages("t1", viewer="u7")[-1]
     assert "failed: RuntimeError: card declined" in str(last.content)
+
+
+def _outcomes(w: World, thread: str) -> list[str]:
+    return [str(m.content) for m in w.app.threads.messages(thread, viewer="u7")
+            if (m.metadata or {}).get("kind") == OUTCOME_KIND]
+
+
+def test_an_expiry_is_posted_to_its_thread_exactly_once(store_factory: Any) -> None:
+    w = _world(store_factory, proposal_ttl_s=60)
+    w.app.agents.payer.run(input="charge 9000", thread_key="t1", owner="u7")
+    w.app.agents.payer.run(input="charge 8000", thread_key="t2", owner="u7")
+    first, second = _only_proposal(w, "t1"), _only_proposal(w, "t2")
+    w.clock.advance(60_000)
+    # A tick that posted t1's expiry and died before recording it: the message is there, unmarked.
+    assert sorted(proposal_store(w.app.store).expire_action_proposals()) == sorted([first.id, second.id])
+    report_outcome(w.app.deps, w.app.proposals.get("t1", first.id, actor="u7"), "expired")
+    assert len(_outcomes(w, "t1")) == 1
+    report = w.app.work_proposals()
+    assert sorted(report.announced) == sorted([first.id, second.id])
+    assert w.app.work_proposals().announced == []
+    for thread, proposal in (("t1", first), ("t2", second)):
+        assert _outcomes(w, thread) == [
+            f"Action proposal {proposal.id} ('charge_card') expired before anyone decided on it; the action "
+            "did not run."]
+    assert w.ledger.attempts == []
+
+
+def test_an_expiry_found_by_a_late_decision_is_posted_by_the_next_tick(store_factory: Any) -> None:
+    w = _world(store_factory, proposal_ttl_s=60)
+    w.app.agents.payer.run(input="charge 9000", thread_key="t1", owner="u7")
+    proposal = _only_proposal(w, "t1")
+    w.clock.advance(61_000)
+    with pytest.raises(ProposalExpiredError):
+        w.app.proposals.decide("t1", proposal.id, approve=True, actor="u7")
+    assert _outcomes(w, "t1") == []
+    assert w.app.work_proposals().announced == [proposal.id]
+    assert len(_outcomes(w, "t1")) == 1 and w.ledger.attempts == []
+
+
+def test_an_outcome_wakes_an_agent_that_asks_for_it_once(store_factory: Any) -> None:
+    w = _world(store_factory, wake_on_proposal_outcome=True, proposal_ttl_s=60)
+    first = w.app.agents.payer.run(input="charge 9000", thread_key="t1", owner="u7", tenant=None)
+    proposal = _only_proposal(w, "t1")
+    assert w.app.proposals.decide("t1", proposal.id, approve=True, actor="u7") == "applied"
+    woken = w.app.store.get_run(wake_run_id(proposal.id))
+    assert woken is not None and woken.status == "completed" and woken.owner == "u7"
+    assert woken.result["text"] == f"answer to {_outcomes(w, 't1')[0]}"  # the outcome is the wake's input
+    # Reporting the outcome again (a recovered worker) neither posts nor starts anything more.
+    again = w.app.proposals.get("t1", proposal.id, actor="u7")
+    assert report_outcome(w.app.deps, again, "succeeded", result=again.result) == woken.id
+    assert len(_outcomes(w, "t1")) == 1
+    assert {r.id for r in w.app.store.list_runs()} == {first.id, woken.id}
+
+    w.app.agents.payer.run(input="charge 7000", thread_key="t2", owner="u7")
+    rejected = _only_proposal(w, "t2")
+    w.app.proposals.decide("t2", rejected.id, approve=False, actor="u7", reason="no")
+    assert w.app.store.get_run(wake_run_id(rejected.id)) is not None
+
+    w.app.agents.payer.run(input="charge 6000", thread_key="t3", owner="u7")
+    lapsed = _only_proposal(w, "t3")
+    w.clock.advance(60_000)
+    assert w.app.work_proposals().announced == [lapsed.id]
+    assert w.app.work_proposals().announced == []
+    woken_by_expiry = w.app.store.get_run(wake_run_id(lapsed.id))
+    assert woken_by_expiry is not None and "expired before anyone decided" in woken_by_expiry.result["text"]
+    assert len(w.app.store.list_runs()) == 6 and w.ledger.attempts == [proposal.idempotency_key]
+
+
+def test_without_the_option_no_run_is_woken_and_the_option_needs_independent_mode(store_factory: Any) -> None:
+    w = _world(store_factory)
+    w.app.agents.payer.run(input="charge 9000", thread_key="t1", owner="u7")
+    proposal = _only_proposal(w, "t1")
+    w.app.proposals.decide("t1", proposal.id, approve=True, actor="u7")
+    assert w.app.store.get_run(wake_run_id(proposal.id)) is None and len(w.app.store.list_runs()) == 1
+    with pytest.raises(InvalidAgentOptionError, match="wake_on_proposal_outcome"):
+        define_agent(name="x", model="offline", wake_on_proposal_outcome=True)

@@ -409,6 +409,32 @@ def test_expire_is_bounded_and_spares_decided_and_unbounded(h: Harness) -> None:
     assert all(statuses[i] == "expired" for i in ids)
 
 
+def test_an_expiry_is_announced_once_fenced_on_the_version_it_was_read_with(h: Harness) -> None:
+    old = h.propose("old", ttl_ms=1_000)
+    late = h.propose("late", ttl_ms=2_000)
+    pending = h.propose("pending", ttl_ms=60_000)
+    h.clock.advance(1_500)
+    assert h.store.expire_action_proposals() == [old.id]
+    h.clock.advance(1_000)
+    # ``late`` is expired by a decision that came too late, not by the sweep: announced all the same
+    assert h.store.decide_action_proposal(SCOPE, late.id, "approved", decided_by="alice").outcome == "expired"
+    assert h.store.unannounced_expired_proposals(T0, limit=1000) == h.store.unannounced_expired_proposals(T0)
+    due = h.store.unannounced_expired_proposals(T0)
+    assert [p.id for p in due] == [old.id, late.id] and all(p.settled_at is None for p in due)
+    assert [p.id for p in h.store.unannounced_expired_proposals(T0 + 1_500)] == [late.id]  # window
+    assert [p.id for p in h.store.unannounced_expired_proposals(T0, limit=1)] == [old.id]
+    with pytest.raises(ValueError):
+        h.store.unannounced_expired_proposals(T0, limit=0)
+    assert h.store.mark_expiry_announced(due[0]) is True
+    assert h.store.mark_expiry_announced(due[0]) is False  # read before the mark: fenced out
+    assert [p.id for p in h.store.unannounced_expired_proposals(T0)] == [late.id]
+    stored = h.store.get_action_proposal(SCOPE, old.id)
+    assert stored is not None and stored.settled_at == h.clock() and stored.status == "expired"
+    assert stored.version == due[0].version + 1
+    fresh = h.store.get_action_proposal(SCOPE, pending.id)
+    assert fresh is not None and h.store.mark_expiry_announced(fresh) is False  # not expired
+
+
 # -- races -------------------------------------------------------------------------------------
 
 

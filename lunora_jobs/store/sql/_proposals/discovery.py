@@ -9,14 +9,21 @@ from __future__ import annotations
 
 from functools import partial
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lunora_jobs.store.proposals import _state_machine as rules
 from lunora_jobs.store.proposals._validation import check_identity, check_lease_ms, check_limit
-from lunora_jobs.store.proposals.records import DEFAULT_LIST_LIMIT, ProposalLease
+from lunora_jobs.store.proposals.records import DEFAULT_LIST_LIMIT, ActionProposal, ProposalLease
 from lunora_jobs.store.schema import action_proposals as T
 from lunora_jobs.store.sql._base import SqlBase
-from lunora_jobs.store.sql._proposals.rows import discovery_query, expiry_query, fenced_update, to_stored
+from lunora_jobs.store.sql._proposals.rows import (
+    discovery_query,
+    expiry_query,
+    fenced_update,
+    to_stored,
+    unannounced_query,
+)
 
 DISCOVERY_BATCH = 16
 """Candidates read per discovery round, so racing workers spread over different rows."""
@@ -71,3 +78,24 @@ class SqlProposalDiscovery(SqlBase):
             return expired
 
         return self._write(sweep)
+
+    def unannounced_expired_proposals(
+        self, since_ms: int, limit: int = DEFAULT_LIST_LIMIT
+    ) -> list[ActionProposal]:
+        """Privileged: expired, not yet announced proposals with a deadline from ``since_ms`` on."""
+        check_limit(limit)
+        with self._read() as conn:
+            rows = conn.execute(unannounced_query(since_ms, limit)).mappings()
+            return [to_stored(r).proposal for r in rows]
+
+    def mark_expiry_announced(self, proposal: ActionProposal) -> bool:
+        """Privileged: set ``settled_at`` on an expired proposal, fenced on its version."""
+        old = rules.StoredProposal(proposal)
+        new = rules.announce_expiry(old, self.clock())
+        if new is None:
+            return False
+        values = {"settled_at": new.proposal.settled_at, "version": new.proposal.version,
+                  "updated_at": new.proposal.updated_at}
+        fence = sa.and_(T.c.id == proposal.id, T.c.version == proposal.version, T.c.status == "expired")
+        stmt = T.update().where(fence).values(**values)
+        return bool(self._write(lambda conn: conn.execute(stmt).rowcount == 1))

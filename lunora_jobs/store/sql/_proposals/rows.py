@@ -80,6 +80,16 @@ def discovery_query(now: int, limit: int) -> sa.Select[Any]:
     )
 
 
+def unannounced_query(since_ms: int, limit: int) -> sa.Select[Any]:
+    """Expired proposals not yet announced (``settled_at`` empty), over ``(status, expires_at)``."""
+    return (
+        sa.select(T)
+        .where(T.c.status == "expired", T.c.expires_at >= since_ms, T.c.settled_at.is_(None))
+        .order_by(T.c.expires_at, T.c.id)
+        .limit(limit)
+    )
+
+
 def expiry_query(now: int, limit: int) -> sa.Select[Any]:
     """Ids of overdue pending proposals, earliest deadline first, over ``(status, expires_at)``."""
     return (
