@@ -27,6 +27,7 @@ from lunora_jobs.store._codec import Clock, wall_clock
 from lunora_jobs.store.ddl import ensure_tables
 from lunora_jobs.store.records import UsageEntry
 from lunora_jobs.store.schema import threads
+from lunora_jobs.store.sql._postgres.pipeline import Rows, Statements, autocommit_pipeline
 
 T = TypeVar("T")
 
@@ -111,15 +112,23 @@ class SqlBase:
         ``autocommit=True`` is for work that is a single atomic statement (plus reads): it saves the
         BEGIN and COMMIT round trips.
         """
+
+        def once() -> T:
+            if autocommit:
+                with self._autocommit.connect() as conn:
+                    return work(conn)
+            with self.engine.begin() as conn:
+                return work(conn)
+
+        return self._retrying(once)
+
+    def _retrying(self, once: Callable[[], T]) -> T:
+        """``once()``, re-run after a deadlock / lock-wait loss or a dead connection (``_write``)."""
         self._prepare()
         disconnects = 0
         for attempt in range(WRITE_RETRIES):
             try:
-                if autocommit:
-                    with self._autocommit.connect() as conn:
-                        return work(conn)
-                with self.engine.begin() as conn:
-                    return work(conn)
+                return once()
             except DBAPIError as exc:
                 if exc.connection_invalidated and disconnects < DISCONNECT_RETRIES:
                     disconnects += 1  # idempotent work: a commit that did land is a no-op the 2nd time
@@ -128,6 +137,13 @@ class SqlBase:
                     raise
                 time.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _pipeline(self, statements: Statements) -> list[Rows]:
+        """PostgreSQL: ``statements`` in one round trip, autocommit, on a pooled psycopg connection
+        without SQLAlchemy's ``Connection`` (``_postgres.pipeline.autocommit_pipeline``): the hot
+        path's claims and completions. Retried like ``_write(work, autocommit=True)``: the work must
+        be idempotent or fenced."""
+        return self._retrying(lambda: autocommit_pipeline(self.engine, statements))
 
     def _costed(self, entry: UsageEntry, now: int) -> UsageEntry:
         """``entry`` with its cost and cost source; ``SqlPricingMixin`` prices it, the base leaves it."""

@@ -25,15 +25,13 @@ Other dialects (and ``single_statement_completion = False``) make the two plain 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from lunora_jobs.errors import NotFoundError
 from lunora_jobs.store._codec import check_identity
 from lunora_jobs.store.records import MessageRecord, RunRecord, StepClaim, StepCompletion, StepRecord
-from lunora_jobs.store.sql._postgres.pipeline import Record, pipelined
+from lunora_jobs.store.sql._postgres.pipeline import Record
 from lunora_jobs.store.sql._postgres.statements import (
     CLAIM_SQL,
     HISTORY_SQL,
@@ -68,11 +66,8 @@ class SqlFusedCallsMixin(SqlStepsMixin):
         read = (LEDGER_SQL, {"run_id": run_id}) if names is None else (
             LEDGER_NAMES_SQL, {"run_id": run_id, "names": list(names)})
 
-        def work(conn: Connection) -> tuple[bool, list[StepRecord]]:
-            done, ledger = pipelined(conn, [(sql, params), read])
-            return done[0]["count"] == 1, [step_record(Record(row)) for row in ledger]
-
-        return self._write(work, autocommit=True)
+        done, ledger = self._pipeline([(sql, params), read])
+        return done[0]["count"] == 1, [step_record(Record(row)) for row in ledger]
 
     def claim_step_and_load_thread(
         self, run_id: str, name: str, thread_id: str, *, owner: str, lease_ms: int, max_attempts: int = 5
@@ -89,12 +84,8 @@ class SqlFusedCallsMixin(SqlStepsMixin):
         params = {"run_id": run_id, "name": name, "owner": owner, "expires": now + lease_ms, "now": now,
                   "max_attempts": max_attempts}
 
-        def work(conn: Connection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            claimed, history = pipelined(conn, [(CLAIM_SQL, params), (HISTORY_SQL, {"thread_id": thread_id})])
-            return claimed, history
-
         try:
-            claimed, history = self._write(work, autocommit=True)
+            claimed, history = self._pipeline([(CLAIM_SQL, params), (HISTORY_SQL, {"thread_id": thread_id})])
         except IntegrityError as exc:
             raise NotFoundError(f"no run {run_id!r}; create the run before claiming its steps") from exc
         if not claimed:  # busy, completed, exhausted, failed — or a lost race: the full claim says which
@@ -122,11 +113,8 @@ class SqlFusedCallsMixin(SqlStepsMixin):
         params = {"run_id": run_id, "name": name, "owner": owner, "expires": now + lease_ms, "now": now,
                   "max_attempts": max_attempts, "turn": turn, "agents": agents}
 
-        def work(conn: Connection) -> list[list[dict[str, Any]]]:
-            return pipelined(conn, [(RUN_SQL, {"run_id": run_id}), (TURN_CLAIM_SQL, params),
-                                    (RUN_HISTORY_SQL, {"run_id": run_id})])
-
-        run_rows, claimed, history = self._write(work, autocommit=True)
+        run_rows, claimed, history = self._pipeline([
+            (RUN_SQL, {"run_id": run_id}), (TURN_CLAIM_SQL, params), (RUN_HISTORY_SQL, {"run_id": run_id})])
         if not run_rows:
             return None, None, None
         if not claimed:
@@ -153,10 +141,7 @@ class SqlFusedCallsMixin(SqlStepsMixin):
         params = {"run_id": run_id, "name": name, "owner": owner, "expires": now + lease_ms, "now": now,
                   "max_attempts": max_attempts, "call_id": call_id, "agents": agents}
 
-        def work(conn: Connection) -> list[list[dict[str, Any]]]:
-            return pipelined(conn, [(read_sql, {**consts, "run_id": run_id}), (TOOL_CLAIM_SQL, params)])
-
-        read, claimed = self._write(work, autocommit=True)
+        read, claimed = self._pipeline([(read_sql, {**consts, "run_id": run_id}), (TOOL_CLAIM_SQL, params)])
         run, latest = run_and_latest_turn(Record(read[0]) if read else None)
         claim = StepClaim("claimed", step_record(Record(claimed[0]))) if claimed and run is not None else None
         return run, latest, claim

@@ -146,9 +146,7 @@ class SqlStepsMixin(SqlMessagesMixin):
         """
         if self.dialect == "postgresql" and self.single_statement_completion:
             sql, params = self._pg_completion(run_id, name, generation, completion)
-            return bool(
-                self._write(lambda conn: conn.exec_driver_sql(sql, params).scalar_one() == 1, autocommit=True)
-            )
+            return bool(self._pipeline([(sql, params)])[0][0]["count"] == 1)
         batch = unique_by_key(completion.messages)
         t_sets, t_adds = split_patch(completion.thread_patch or {}, THREAD_SET, THREAD_ADD, "thread")
         t_sets = {k: dump(v) if k in THREAD_JSON else v for k, v in t_sets.items()}
