@@ -14,15 +14,18 @@ wire and pinned by ``tests/integration/engine/test_engine_roundtrips.py`` (``ben
 prints them with ms per step). Reads run in autocommit, the pool's pre-ping polls the socket, and
 the fused store calls come from ``fused.py`` (any other store gets the plain calls):
 
-- turn: 2 PostgreSQL — run read + claim + thread history read (pipelined: the claim conditioned in
-  SQL on the turn kind's checks; a claim not taken falls back to the checks and the plain claim,
+- turn: 2 PostgreSQL — run read + claim + thread history read (ONE statement: the claim conditioned
+  in SQL on the turn kind's checks; a claim not taken falls back to the checks and the plain claim,
   one round trip more); completion (ONE statement: step, thread seq/totals, messages, usage, run; a
   final turn frees the thread in it and the store refuses it if the run was cancelled meanwhile)
-  — and 1 Redis: one enqueue of the whole fan-out (none after a final turn).
-- tool: 2 PostgreSQL — run + latest turn memo (one joined read) + claim, pipelined (claimed in SQL
-  only if that memo holds the call, ungated; else the plain claim after the checks, one round trip
-  more); completion + fan-in read of the turn's ledger rows (pipelined) — and, only from the last
-  tool of a turn, 1 Redis: the next turn's enqueue.
+  — and 2 Redis: one enqueue of the whole fan-out (none after a final turn), then the live notice.
+- tool: 2 PostgreSQL — run + latest turn memo (one joined read) + claim, ONE statement (claimed in
+  SQL only if that memo holds the call, ungated; else the plain claim after the checks, one round
+  trip more); completion + fan-in read of the turn's ledger rows (pipelined) — and 1-2 Redis: the
+  live notice, and from the last tool of a turn the next turn's enqueue before it.
+
+The live notice (``MessageNotices``, a PUBLISH when ``LUNORA_REDIS_URL`` is set) goes out after the
+enqueue, so the next step's worker is not waiting for it.
 
 Finishing a run after tools (``stopCondition`` / ``maxTurns``) costs one run read and two updates.
 A call gated by ``needs_approval`` adds one ledger read (is there a decision yet?) to its tool step.

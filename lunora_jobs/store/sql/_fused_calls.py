@@ -12,12 +12,13 @@
 
 - ``read_run_and_claim_tool``: the same for a tool step — the run with its latest turn's memo
   (the joined read of ``get_run_with_latest_turn``) and a claim conditioned on that memo holding
-  the call, ungated (``TOOL_CLAIM_SQL``).
+  the call, ungated (``TOOL_CLAIM_SQL``), as ONE statement (``tool_read_claim_sql``).
 
-- ``read_run_and_claim_turn``: a whole turn's reads and claim in ONE round trip — the run, a claim
+- ``read_run_and_claim_turn``: a whole turn's reads and claim in ONE statement — the run, a claim
   conditioned on what the engine checks in the run before claiming (not terminal, ``turn`` turns
-  done, one of the given agents), and the thread history. When the condition or the claim fails,
-  no claim is returned and the engine continues the plain way with the run it got.
+  done, one of the given agents), and the thread history (``TURN_READ_CLAIM_SQL``). When the
+  condition or the claim fails, no claim is returned and the engine continues the plain way with
+  the run it got.
 
 Other dialects (and ``single_statement_completion = False``) make the two plain calls.
 """
@@ -37,10 +38,8 @@ from lunora_jobs.store.sql._postgres.statements import (
     HISTORY_SQL,
     LEDGER_NAMES_SQL,
     LEDGER_SQL,
-    RUN_HISTORY_SQL,
-    RUN_SQL,
-    TOOL_CLAIM_SQL,
-    TURN_CLAIM_SQL,
+    TURN_READ_CLAIM_SQL,
+    tool_read_claim_sql,
 )
 from lunora_jobs.store.sql._rows import message_record, run_record, step_record
 from lunora_jobs.store.sql._runs import pg_text, run_and_latest_turn
@@ -113,15 +112,14 @@ class SqlFusedCallsMixin(SqlStepsMixin):
         params = {"run_id": run_id, "name": name, "owner": owner, "expires": now + lease_ms, "now": now,
                   "max_attempts": max_attempts, "turn": turn, "agents": agents}
 
-        run_rows, claimed, history = self._pipeline([
-            (RUN_SQL, {"run_id": run_id}), (TURN_CLAIM_SQL, params), (RUN_HISTORY_SQL, {"run_id": run_id})])
-        if not run_rows:
+        (row,) = self._pipeline([(TURN_READ_CLAIM_SQL, params)])[0]
+        if row["run"] is None:
             return None, None, None
-        if not claimed:
-            return run_record(Record(run_rows[0])), None, None
-        messages = [message_record(Record(row)) for row in history]
-        run = run_record(Record(run_rows[0]))
-        return run, StepClaim("claimed", step_record(Record(claimed[0]))), messages
+        run = run_record(Record(row["run"]))
+        if row["claim"] is None:
+            return run, None, None
+        messages = [message_record(Record(message)) for message in row["history"] or ()]
+        return run, StepClaim("claimed", step_record(Record(row["claim"]))), messages
 
     def read_run_and_claim_tool(
         self, run_id: str, name: str, call_id: str, *, agents: list[str], owner: str, lease_ms: int,
@@ -141,7 +139,8 @@ class SqlFusedCallsMixin(SqlStepsMixin):
         params = {"run_id": run_id, "name": name, "owner": owner, "expires": now + lease_ms, "now": now,
                   "max_attempts": max_attempts, "call_id": call_id, "agents": agents}
 
-        read, claimed = self._pipeline([(read_sql, {**consts, "run_id": run_id}), (TOOL_CLAIM_SQL, params)])
-        run, latest = run_and_latest_turn(Record(read[0]) if read else None)
-        claim = StepClaim("claimed", step_record(Record(claimed[0]))) if claimed and run is not None else None
+        (row,) = self._pipeline([(tool_read_claim_sql(read_sql), {**consts, **params})])[0]
+        run, latest = run_and_latest_turn(None if row["read"] is None else Record(row["read"]))
+        claimed = row["claim"]
+        claim = StepClaim("claimed", step_record(Record(claimed))) if claimed and run is not None else None
         return run, latest, claim

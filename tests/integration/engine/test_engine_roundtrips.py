@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from engine_it_support import weather_agent, weather_stub
 
 from lunora_jobs import Lunora, ScriptedModel, final_turn, tool_call_turn, tool_calls_turn
+from lunora_jobs.engine.events import RedisEventBus
 from lunora_jobs.store import create_store
 
 # Appended, not prepended: bench/rag.py must never shadow the ``rag`` package for later imports.
@@ -30,12 +31,13 @@ from rtproxy import RoundTripProxy
 pytestmark = pytest.mark.integration
 
 MAX_PG_PER_STEP = {"turn": 2, "tool": 2}
-"""Turn: run read + claim + history read (pipelined); completion. Tool: run + turn memo read (one
-query) + claim (pipelined); completion + fan-in ledger read (pipelined). A completion is ONE statement; reads
-run in autocommit; the pool's pre-ping polls the socket instead of the server."""
+"""Turn: run read + claim + history read (ONE statement); completion (ONE statement). Tool: run + turn
+memo read + claim (ONE statement); completion + fan-in ledger read (pipelined). Reads run in autocommit;
+the pool's pre-ping polls the socket instead of the server."""
 
-MAX_REDIS_PER_STEP = 1
-"""The enqueue of what follows (a fan-out of several calls is one pipelined publish); no run lock."""
+MAX_REDIS_PER_STEP = 2
+"""The enqueue of what follows (one LPUSH; a fan-out of several calls is one pipelined round trip),
+then the live-message notice of ``MessageNotices`` (one PUBLISH, after the enqueue); no run lock."""
 
 
 class Collecting:
@@ -78,8 +80,10 @@ def test_round_trips_per_step_stay_pinned(
               tool_calls_turn([("c2", "get_weather", {"city": "Bergen"}),
                                ("c3", "get_weather", {"city": "Tromsø"})]),
               final_turn("Cold everywhere.")]
+    # Live notices on Redis, as every app with LUNORA_REDIS_URL publishes them: their PUBLISH counts.
+    events = RedisEventBus.from_url(proxied_redis, prefix=redis_prefix)
     app = Lunora([weather_agent()], store=create_store(proxied_pg), dispatcher=dispatcher,
-                 model=ScriptedModel(script * 5), functions={"weather:lookup": weather_stub})
+                 model=ScriptedModel(script * 5), functions={"weather:lookup": weather_stub}, events=events)
     counts: dict[str, list[tuple[int, int]]] = defaultdict(list)
     try:
         for i in range(5):  # 3 runs warm the pool and psycopg's prepared statements (5th use of a query)
@@ -102,6 +106,7 @@ def test_round_trips_per_step_stay_pinned(
     for kind, samples in counts.items():
         assert max(p for p, _ in samples) <= MAX_PG_PER_STEP[kind], (kind, samples)
         assert max(r for _, r in samples) <= MAX_REDIS_PER_STEP, (kind, samples)
+    assert events.published > 0  # the notices went out (through the counting relay)
 
 
 def test_racing_tool_completions_always_dispatch_the_next_turn(pg_url: str) -> None:

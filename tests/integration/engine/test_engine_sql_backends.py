@@ -188,10 +188,10 @@ def test_round_trips_per_step_on_postgres(pg_store: SqlStore, redis_lock: RedisL
         app.execute_step(handle.id, "llm:turn:1")
     print(f"\nSQL statements per step: turn={len(turn_sql)} tool={len(tool_sql)} final turn={len(final_sql)}")
     print("turn:", turn_sql, "\ntool:", tool_sql, "\nfinal:", final_sql)
-    # Through SQLAlchemy: only the turn's completion (one WITH .. statement of data-modifying CTEs).
-    # The rest goes around SQLAlchemy, pipelined on psycopg: turn = run read + claim + history read;
-    # tool = run read (joined with its turn memo) + claim, then completion + fan-in ledger read.
+    # Nothing through SQLAlchemy: every hot-path statement goes to psycopg directly (one statement
+    # each: turn = run read + claim + history read, then the completion; tool = run read joined with
+    # its turn memo + claim, then completion + fan-in ledger read, pipelined).
     # test_engine_roundtrips counts the round trips on the wire.
-    assert turn_sql == ["WITH"] == final_sql
+    assert turn_sql == [] == final_sql
     assert tool_sql == []
     assert app.agents.support.result(handle.id).stopped == "final"
