@@ -103,3 +103,10 @@ def private_redis() -> Iterator[PrivateRedis]:
         yield server
     finally:
         server.stop()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--chaos-full``: ``tests/chaos/test_chaos_scale.py`` runs its full configuration (100 runs,
+    4 workers, 24 SIGKILLs) instead of the smaller one the default suite runs."""
+    parser.addoption("--chaos-full", action="store_true", default=False,
+                     help="run the full chaos-at-scale configuration (see docs/guarantees.md)")

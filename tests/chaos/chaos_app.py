@@ -12,6 +12,8 @@ so a tool deduping in a store shared by many runs keys its effects on ``<run_id>
   announces on ``<prefix>:left`` that it is returning, so a test can time an outage against it;
 - ``slow``: applies its effect, then works for ``CHAOS_SLOW_S`` seconds, so random kills land mid-step;
 - ``recover``: the default ``step_timeout_s`` (300 s), for the recovery-time bound after a kill;
+- ``scale``: the chaos-at-scale run (``test_chaos_scale``): three parallel ``slow`` calls, then a
+  ``pay`` call that waits for a human approval beside two more ``slow`` calls, then the answer;
 - ``CountingModel``: the scripted model, counting every call per ``<run input>:<turn>`` in
   ``<prefix>:llm`` (a paid model call must not be repeated for a finished turn).
 """
@@ -23,7 +25,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from fleet_app import LEASE_MARGIN_S, STEP_TIMEOUT_S, _key, _redis
+from fleet_app import LEASE_MARGIN_S, STEP_TIMEOUT_S, _key, _redis, apply_effect_once
 
 from lunora_jobs.agent import define_agent
 from lunora_jobs.models.base import ModelTurn, ToolChoice, ToolSpec
@@ -65,10 +67,7 @@ class CountingModel:
 
 def _apply_effect(ctx: ToolContext, value: str) -> None:
     # fleet_app's counting, on a run-scoped key: HSETNX is the dedupe, ``applied`` counts real effects.
-    r, key = _redis(), f"{ctx.run_id}:{ctx.idempotency_key}"
-    r.hincrby(_key("exec"), key, 1)
-    if r.hsetnx(_key("effects"), key, value):
-        r.hincrby(_key("applied"), key, 1)
+    apply_effect_once(f"{ctx.run_id}:{ctx.idempotency_key}", value)
 
 
 def _note(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -96,12 +95,19 @@ def _slow(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"slow {args['value']}"
 
 
+def _pay(args: dict[str, Any], ctx: ToolContext) -> str:
+    _apply_effect(ctx, args["value"])
+    return f"paid {args['value']}"
+
+
 _SCHEMA = {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
 note = define_tool(name="note", description="Record a value once.", input_schema=_SCHEMA, execute=_note)
 gate = define_tool(name="gate", description="Record a value, then wait for the test.", input_schema=_SCHEMA,
                    execute=_gate)
 slow = define_tool(name="slow", description="Record a value, then work a while.", input_schema=_SCHEMA,
                    execute=_slow)
+pay = define_tool(name="pay", description="Pay once a human approved.", input_schema=_SCHEMA, execute=_pay,
+                  needs_approval=True)
 
 dbchaos = define_agent(
     name="dbchaos",
@@ -146,7 +152,23 @@ recover = define_agent(
     max_attempts=MAX_ATTEMPTS,
 )
 
-AGENTS = [dbchaos, soak, recover]
+SCALE_FIRST = [f"c{c}" for c in range(3)]
+SCALE_SECOND = ["p1", "c3", "c4"]
+scale = define_agent(
+    name="scale",
+    instructions="Fan out, ask for an approval while fanning out again, then answer.",
+    model=CountingModel([
+        tool_calls_turn([(c, "slow", {"value": c}) for c in SCALE_FIRST]),
+        tool_calls_turn([("p1", "pay", {"value": "p1"}),
+                         *((c, "slow", {"value": c}) for c in SCALE_SECOND[1:])]),
+        final_turn("scaled"),
+    ], delay=MODEL_S),
+    tools=[slow, pay],
+    # The default step_timeout_s: a killed step must be taken over by its lease, not its time limit.
+    max_attempts=MAX_ATTEMPTS,
+)
+
+AGENTS = [dbchaos, soak, recover, scale]
 
 
 def build_app() -> Any:

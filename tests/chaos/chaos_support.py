@@ -137,19 +137,22 @@ def kill_one(
     return {"at": at, "victim": "worker", "pid": worker.pid, "pids": [worker.pid, *children]}
 
 
-def leased_by(fleet: Fleet, pids: list[int]) -> dict[tuple[str, str], int]:
-    """(run id, step) -> attempt of every running step whose lease a process of ``pids`` holds (the
-    lease owner is ``host:pid:random``): the steps a kill of those processes strands."""
+def leased_by(fleet: Fleet, pids: list[int]) -> dict[tuple[str, str], tuple[int, int]]:
+    """(run id, step) -> (attempt, lease expiry in epoch ms) of every running step whose lease a
+    process of ``pids`` holds (the lease owner is ``host:pid:random``): what a kill of those
+    processes strands."""
     if not pids:
         return {}
     steps = sa.table("agent_steps", sa.column("run_id"), sa.column("name"), sa.column("status"),
-                     sa.column("attempt"), sa.column("lease_owner"))
+                     sa.column("attempt"), sa.column("lease_owner"), sa.column("lease_expires_at"))
     owned = sa.or_(*(steps.c.lease_owner.like(f"%:{pid}:%") for pid in pids))
-    query = sa.select(steps.c.run_id, steps.c.name, steps.c.attempt).where(steps.c.status == "running", owned)
+    query = sa.select(steps.c.run_id, steps.c.name, steps.c.attempt, steps.c.lease_expires_at).where(
+        steps.c.status == "running", owned)
 
-    def read() -> dict[tuple[str, str], int]:
+    def read() -> dict[tuple[str, str], tuple[int, int]]:
         with fleet.app.store.engine.connect() as conn:
-            return {(row.run_id, row.name): row.attempt for row in conn.execute(query)}
+            rows = conn.execute(query)
+            return {(row.run_id, row.name): (row.attempt, row.lease_expires_at) for row in rows}
 
     return through_outage(read)
 

@@ -45,11 +45,21 @@ def _key(name: str) -> str:
     return f"{os.environ['FLEET_PREFIX']}:{name}"
 
 
-def _apply_effect(ctx: ToolContext, value: str) -> None:
+# The insert-if-absent and its count in one script: a kill between two separate commands would
+# leave an effect applied but not counted (the chaos run once killed a tool exactly there).
+_APPLY_ONCE = ("if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then "
+               "return redis.call('HINCRBY', KEYS[2], ARGV[1], 1) end return 0")
+
+
+def apply_effect_once(key: str, value: str) -> None:
+    """Count an execution under ``key``, then apply the effect unless one is applied under it."""
     r = _redis()
-    r.hincrby(_key("exec"), ctx.idempotency_key, 1)
-    if r.hsetnx(_key("effects"), ctx.idempotency_key, value):
-        r.hincrby(_key("applied"), ctx.idempotency_key, 1)
+    r.hincrby(_key("exec"), key, 1)
+    r.eval(_APPLY_ONCE, 2, _key("effects"), _key("applied"), key, value)
+
+
+def _apply_effect(ctx: ToolContext, value: str) -> None:
+    apply_effect_once(ctx.idempotency_key, value)
 
 
 def _record(args: dict[str, Any], ctx: ToolContext) -> str:
