@@ -23,7 +23,7 @@ from channels.dispatch.responses import accepted, declined, handshake, refusal
 from channels.dispatch.starter import InboundRun, RunStarter
 from channels.inbound import ChannelIdentity, Handshake, InboundEvent, MalformedPayload
 from channels.inbound.discord import DEFERRED
-from lunora_jobs.errors import ConflictError
+from lunora_jobs.errors import ConflictError, QuotaExceededError
 
 log = logging.getLogger("channels.ingress")
 
@@ -104,6 +104,9 @@ class ChannelEndpoint:
             result = await run_in_threadpool(self.starter.start, run)
         except ConflictError:
             return refusal(409)
+        except QuotaExceededError as exc:  # the claim was released: a redelivery once under quota starts it
+            log.warning("lunora ingress: a run of agent %r was refused: %s", binding.agent, exc)
+            return refusal(429)
         except Exception:
             log.exception("lunora ingress: starting a run of agent %r failed", binding.agent)
             return refusal(503)

@@ -36,6 +36,7 @@ _TEXT = {
     405: "method not allowed",
     409: "conflict",
     413: "payload too large",
+    429: "too many requests",
     500: "internal error",
     503: "unavailable",
 }

@@ -65,3 +65,19 @@ def test_the_ingress_refuses_to_run_agents_inside_requests(env: None) -> None:
     app = Lunora(channel_agents(), store=InMemoryStore(), dispatcher=InProcessDispatcher())
     with pytest.raises(ConfigurationError, match="CELERY_BROKER_URL"):
         build_ingress(app)
+
+
+def test_a_tenant_over_quota_is_answered_429_and_nothing_is_started(env: None) -> None:
+    from lunora_jobs import Quota
+
+    broker = BrokerRecorder()
+    app = Lunora(channel_agents(), store=InMemoryStore(), dispatcher=broker,
+                 quotas=[Quota("tenant", tokens=0)])  # every tenant is at its limit
+    with TestClient(build_ingress(app)) as client:
+        body = slack_event("hi", event_id="EvQuota")
+        assert client.post("/hooks/slack", content=body, headers=slack_headers(body)).status_code == 429
+        assert app.store.list_runs(limit=10) == [] and broker.tasks == []
+        app.deps.quotas = None  # the quota is lifted: Slack's redelivery of the same event starts it
+        assert client.post("/hooks/slack", content=body, headers=slack_headers(body)).status_code == 200
+    [run] = app.store.list_runs(limit=10)
+    assert run.tenant is not None and run.tenant.startswith("slack:")
