@@ -5,7 +5,8 @@ While ``llm:turn:<n>`` runs a streaming model, ``TurnDeltas`` publishes ``{"type
 ``offset`` is the number of characters of this attempt's text before ``text``, so a watcher that
 joined late can tell it missed the start. Pieces are coalesced (at most one publish per
 ``interval_s``, the first one at once) so a fast model costs a few publishes per second, not one per
-token.
+token; a piece held back is published once the interval has passed even if the model then pauses
+(a timer), so a watcher never waits on a pause to see text the worker already has.
 
 Deltas are transient: nothing is written, and the turn's persisted assistant message replaces them.
 They are fenced by the claim's ``generation``: a retried or taken-over turn streams under a higher
@@ -22,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -47,19 +49,42 @@ class TurnDeltas:
         self._offset = 0  # characters already published
         self._last: float | None = None
         self.published = 0
+        # The model's stream and the trailing timer both publish: one at a time, so offsets stay in order.
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._closed = False
 
     def text(self, piece: str) -> None:
-        """Add a piece of the turn's text; publish if the interval since the last publish passed."""
+        """Add a piece of the turn's text; publish if the interval since the last publish passed,
+        else once it has (a timer)."""
         if not piece:
             return
-        self._pending.append(piece)
-        now = self._clock()
-        if self._last is None or now - self._last >= self._interval_s:
-            self._flush(now)
+        with self._lock:
+            self._pending.append(piece)
+            self._publish_or_arm(self._clock())
 
     def close(self) -> None:
         """Publish what is left (called when the model's stream ended, however it ended)."""
-        self._flush(self._clock())
+        with self._lock:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._flush(self._clock())
+
+    def _publish_or_arm(self, now: float) -> None:
+        if self._last is None or now - self._last >= self._interval_s:
+            self._flush(now)
+        elif self._timer is None:
+            self._timer = threading.Timer(self._interval_s - (now - self._last), self._due)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _due(self) -> None:
+        with self._lock:
+            self._timer = None
+            if self._pending and not self._closed:
+                self._publish_or_arm(self._clock())  # an injected clock may not have moved yet
 
     def _flush(self, now: float) -> None:
         if not self._pending:

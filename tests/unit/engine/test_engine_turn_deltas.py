@@ -8,6 +8,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from polling import wait_for
+
 from lunora_jobs import Lunora, define_agent
 from lunora_jobs.config import Settings
 from lunora_jobs.engine.deltas import TurnDeltas
@@ -117,3 +119,18 @@ def test_an_empty_piece_publishes_nothing() -> None:
     deltas.text("")
     deltas.close()
     assert bus.published == 0
+
+
+def test_a_piece_held_back_is_published_when_the_model_pauses() -> None:
+    # A model that sends two pieces back to back, then thinks: the second piece must not wait for
+    # the model's next piece (or the end of the turn) to reach a watcher.
+    bus = LocalEventBus()
+    seen: list[dict[str, Any]] = []
+    bus.subscribe(seen.append)
+    deltas = TurnDeltas(bus, "t", run_id="r", turn=0, attempt=1, generation=1, interval_s=0.05)
+    deltas.text("Dura")
+    deltas.text("ble ")  # within the interval: held back, then published by the timer
+    wait_for("the held piece to be published", lambda: len(seen) == 2, timeout=10)
+    deltas.close()  # nothing left to publish
+    assert [(e["offset"], e["text"]) for e in seen] == [(0, "Dura"), (4, "ble ")]
+    assert deltas.published == 2
