@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -51,6 +51,7 @@ class ToolContext:
     _get_state: Callable[[], Any] | None = field(default=None, repr=False)
     _set_state: Callable[[Any], None] | None = field(default=None, repr=False)
     _memo: Callable[[str, Callable[[], Any]], Any] | None = field(default=None, repr=False)
+    _approvals: Mapping[str, Any] | None = field(default=None, repr=False)
 
     def run(self, function_path: str, args: dict[str, Any], *, idempotency_key: str | None = None) -> Any:
         """Dispatch a registered function (``"module:function"`` path) and return its result."""
@@ -68,6 +69,13 @@ class ToolContext:
         if self._memo is None:
             return fn()
         return self._memo(key, fn)
+
+    def approval(self, part: str) -> dict[str, Any] | None:
+        """The human decision on part ``part`` of this call (a tool gated per part, see
+        ``ToolDefinition.approval_parts``): ``{"approved", "reason", "decided_by"}``, or None when no
+        decision was asked for that part (it was not gated, or the tool runs outside the engine)."""
+        decision = (self._approvals or {}).get(part)
+        return dict(decision) if isinstance(decision, Mapping) else None
 
     def get_state(self) -> Any:
         """The thread's synced state (seeded from the agent's ``initial_state``)."""
@@ -98,6 +106,12 @@ class ToolDefinition:
     delegate: Any = field(default=None, repr=False, compare=False)
     """The ``AgentDefinition`` this tool hands its calls to (``agent_as_tool``), else None: the engine
     runs such a call as a child run of that agent instead of calling ``execute``."""
+    approval_parts: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = field(
+        default=None, repr=False, compare=False)
+    """For a call made of parts gated one by one (``code_tool``): ``approval_parts(input)`` lists the
+    parts that need a human decision, ``[{"id", "tool", "input"}]`` (deterministic: it runs on
+    replay). The engine waits for a decision on each (``approval:<call_id>.<id>``, listed and resolved
+    like any call) and the tool reads them with ``ctx.approval(id)``."""
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

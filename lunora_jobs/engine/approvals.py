@@ -28,7 +28,7 @@ from lunora_jobs.engine.handover import OPEN, TERMINAL
 from lunora_jobs.engine.kinds.approval import AWAITING_APPROVAL, latest_turn_memo
 from lunora_jobs.engine.memo import TurnResult, latest_turn
 from lunora_jobs.engine.pipeline import Engine, replan
-from lunora_jobs.engine.steps import approval_step, child_step
+from lunora_jobs.engine.steps import approval_step, child_step, part_id
 from lunora_jobs.errors import ConflictError, NotFoundError
 from lunora_jobs.store.records import RunRecord, ToolCallRecord
 
@@ -46,17 +46,24 @@ class PendingApproval:
 
 
 def pending_approvals(deps: EngineDeps, run: RunRecord) -> list[PendingApproval]:
-    """The calls of the run's latest turn still waiting for a decision, in call order."""
+    """The calls of the run's latest turn still waiting for a decision, in call order (a call gated
+    part by part, ``code_tool``'s, lists each undecided part as ``<call_id>.<part>``)."""
     located = latest_turn_memo(deps, run)
     if located is None:
         return []
     _, result = located
     decided = {s.name for s in deps.store.list_steps(run.id) if s.status == "completed"}
-    return [
-        PendingApproval(run.id, c.id, c.name, c.arguments)
-        for c in result.turn.tool_calls
-        if c.id in result.approvals and approval_step(c.id) not in decided
-    ]
+    pending = []
+    for c in result.turn.tool_calls:
+        if c.id not in result.approvals:
+            continue
+        for part in result.parts.get(c.id, ()):  # a call gated part by part: each part on its own
+            pid = part_id(c.id, str(part.get("id")))
+            if approval_step(pid) not in decided:
+                pending.append(PendingApproval(run.id, pid, str(part.get("tool")), part.get("input") or {}))
+        if c.id not in result.parts and approval_step(c.id) not in decided:
+            pending.append(PendingApproval(run.id, c.id, c.name, c.arguments))
+    return pending
 
 
 def send_event(deps: EngineDeps, run_id: str, event: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lunora_jobs.engine.plan import CallFacts, CallMode, CallState, TurnFacts
-from lunora_jobs.engine.steps import approval_step, child_step, tool_step, turn_number, turn_step
+from lunora_jobs.engine.steps import approval_step, child_step, part_id, tool_step, turn_number, turn_step
 from lunora_jobs.loop import StopCondition, StopContext
 from lunora_jobs.models.base import ModelTurn, ToolCall
 from lunora_jobs.store.records import StepRecord
@@ -39,13 +39,25 @@ class TurnResult:
     children: list[str] = field(default_factory=list)
     """call ids of delegated tools (``agent_as_tool``): each runs as a child run, waited on by
     ``child:<call_id>``."""
+    parts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """call id → the parts of a gated call that wait for a decision each (``code_tool``'s gated
+    steps, ``[{"id", "tool", "input"}]``); such a call is in ``approvals`` and waits on
+    ``approval:<call_id>.<part id>`` for every part instead of one ``approval:<call_id>``."""
+
+    def part(self, approval_id: str) -> tuple[ToolCall, dict[str, Any]] | None:
+        """The call and the part an approval id (``<call_id>.<part>``) names, or None."""
+        for call in self.turn.tool_calls:
+            for part in self.parts.get(call.id, ()):
+                if part_id(call.id, str(part.get("id"))) == approval_id:
+                    return call, part
+        return None
 
     def to_json(self) -> dict[str, Any]:
         """The ledger form."""
         return {
             "turn": self.turn.to_json(), "invalid": self.invalid, "approvals": self.approvals,
             "brief": self.brief, "output": self.output, "output_error": self.output_error,
-            "proposals": self.proposals, "children": self.children,
+            "proposals": self.proposals, "children": self.children, "parts": self.parts,
         }
 
     @classmethod
@@ -56,6 +68,7 @@ class TurnResult:
             approvals=list(data.get("approvals") or []), brief=data.get("brief"),
             output=data.get("output"), output_error=data.get("output_error"),
             proposals=list(data.get("proposals") or []), children=list(data.get("children") or []),
+            parts=dict(data.get("parts") or {}),
         )
 
 
@@ -73,14 +86,21 @@ class LocatedCall:
     """Gated in independent mode: the tool step files an action proposal instead of running it."""
     delegated: bool = False
     """Runs as a child run (``agent_as_tool``): the tool step answers with the child's outcome."""
+    parts: tuple[str, ...] = ()
+    """The ids of this call's parts gated one by one (``TurnResult.parts``)."""
+    turn_part_waits: tuple[str, ...] = ()
+    """The approval waits of every gated part of the turn (what its fan-in reads besides the calls')."""
 
 
 def locate_call(turn: int, result: TurnResult, call_id: str) -> LocatedCall | None:
     """The call ``call_id`` of turn ``turn`` with its index, or None."""
     for index, call in enumerate(result.turn.tool_calls):
         if call.id == call_id:
+            parts = tuple(str(p.get("id")) for p in result.parts.get(call.id, ()))
+            waits = tuple(approval_step(part_id(cid, str(p.get("id"))))
+                          for cid, found in result.parts.items() for p in found) if result.parts else ()
             return LocatedCall(turn, index, call, call.id in result.approvals, tuple(result.turn.tool_calls),
-                               call.id in result.proposals, call.id in result.children)
+                               call.id in result.proposals, call.id in result.children, parts, waits)
     return None
 
 
@@ -90,7 +110,7 @@ def fan_in_names(located: LocatedCall) -> list[str]:
     names = [turn_step(located.turn)]
     for call in located.turn_calls:
         names += [tool_step(call.name, call.id), approval_step(call.id), child_step(call.id)]
-    return names
+    return names + list(located.turn_part_waits)
 
 
 def latest_turn(steps: Sequence[StepRecord]) -> tuple[int, StepRecord] | None:
@@ -151,10 +171,19 @@ def turn_facts(
             state = "done"
         else:
             state = _call_state(by_name.get(tool_step(call.name, call.id)), now, mode)
+        waits: tuple[str, ...] = ()
+        if call.id in result.parts:  # gated part by part: decided once every part is
+            names = [approval_step(part_id(call.id, str(p.get("id")))) for p in result.parts[call.id]]
+            waits = tuple(name for name in names if not _completed(by_name.get(name)))
+            approved = None if waits else True
         child = by_name.get(child_step(call.id))
         calls.append(CallFacts(call.id, call.name, state, call.id in result.approvals, approved,
-                               call.id in result.children, child is not None and child.status == "completed"))
+                               call.id in result.children, _completed(child), waits))
     return TurnFacts(run_id, turn, max_turns, tuple(calls))
+
+
+def _completed(step: StepRecord | None) -> bool:
+    return step is not None and step.status == "completed"
 
 
 def _call_state(step: StepRecord | None, now: int, mode: CallMode) -> CallState:

@@ -50,6 +50,8 @@ class CallFacts:
     """The call runs as a child run (``agent_as_tool``): its tool step waits for ``child:<call_id>``."""
     child_ended: bool = False
     """``child:<call_id>`` completed: the child run ended and its answer is in the ledger."""
+    waits: tuple[str, ...] = ()
+    """A call gated part by part (``code_tool``): the approval waits of its undecided parts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,7 @@ def plan_turn(facts: TurnFacts, stop_met: Callable[[], bool]) -> Decision:
             continue
         settled = False
         if call.needs_approval and call.approved is None:
-            waits.append(approval_step(call.call_id))
+            waits.extend(call.waits or (approval_step(call.call_id),))
         elif call.delegated and call.approved is not False and not call.child_ended:
             waits.append(child_step(call.call_id))
         elif call.state == "todo":

@@ -65,6 +65,12 @@ def approval_step(call_id: str) -> str:
     return f"{APPROVAL_PREFIX}{call_id}"
 
 
+def part_id(call_id: str, part: str) -> str:
+    """The id of part ``part`` of call ``call_id`` gated on its own (``code_tool``'s steps): what its
+    approval wait (``approval:<call_id>.<part>``) and its tool-call row are keyed by."""
+    return f"{call_id}.{part}"
+
+
 def child_step(call_id: str) -> str:
     """The ledger name of the wait for the child run of delegated call ``call_id``."""
     return f"{CHILD_PREFIX}{call_id}"

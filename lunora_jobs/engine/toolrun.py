@@ -4,6 +4,7 @@ key, under which ``ctx.memo`` rows are kept too) both run tools through here."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from lunora_jobs.agent import AgentDefinition
@@ -17,11 +18,13 @@ from lunora_jobs.tools import ToolContext
 
 
 def execute_tool(
-    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, located: LocatedCall, key: str
+    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, located: LocatedCall, key: str,
+    approvals: Mapping[str, Any] | None = None,
 ) -> Any:
     """Run the tool's ``execute`` with a ``ToolContext`` wired to this run (raises what the tool raises).
 
     ``key``: the tool step's name, or a proposal's stable key (``ctx.idempotency_key``).
+    ``approvals``: the decisions on the parts of a call gated part by part (``ctx.approval``).
     """
     info = run_info(run)
     tool_def = agent.tools.get(located.call.name)
@@ -35,6 +38,6 @@ def execute_tool(
     ctx = ToolContext(
         idempotency_key=key, run_id=run.id, thread_key=info.thread_key, owner=run.owner,
         tool_call_id=located.call.id, _run_function=run_function, _get_state=get_state, _set_state=set_state,
-        _memo=step_memo(deps, run.id, key, agent),
+        _memo=step_memo(deps, run.id, key, agent), _approvals=approvals,
     )
     return tool_def.execute(located.call.arguments, ctx)

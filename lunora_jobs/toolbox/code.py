@@ -5,15 +5,19 @@ step's output anywhere inside it with ``{"$from": "<id>", "$path": "a.b.0"}`` (`
 dot-separated keys and list indices). The script is interpreted, never evaluated: only the tools
 handed to ``code_tool`` can run, in the listed order, each with its input validated against its own
 schema. Each call runs under its own idempotency key ``<step>/<id>`` through ``ctx.memo``, so a
-crash between two calls re-runs no finished call when the step runs again. A script whose steps
-name a tool gated by ``needs_approval`` waits for a human decision on the whole script (the reviewer
-sees every step's input) before any of its calls runs. A bad script (an unknown tool, a reference
-to a missing, later or cyclic step, a bad ``$path``, too many steps) is a ``ToolError``: the model
-reads what is wrong and can send a fixed script.
+crash between two calls re-runs no finished call when the step runs again. Each call keeps its own
+``needs_approval`` gate: every gated step of a script waits for a decision of its own (listed and
+resolved as ``<call_id>.<step id>``, with that step's tool and input; a gate whose predicate reads a
+value that comes from another step counts as gated), the ungated steps need none, and the script
+runs once every gated step is decided. A rejected step does not run, nor does any step after it: the
+model reads which one was rejected and why, with the outputs of the steps that ran. A bad script
+(an unknown tool, a reference to a missing, later or cyclic step, a bad ``$path``, too many steps)
+is a ``ToolError``: the model reads what is wrong and can send a fixed script.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -74,19 +78,26 @@ def code_tool(
                 tool.validate(resolved)
             except ToolInputError as exc:
                 raise ToolError(f"step {sid!r}: {exc}") from None
+            decision = ctx.approval(sid)
+            if decision is not None and not decision.get("approved"):
+                reason = decision.get("reason")
+                raise ToolError(f"step {sid!r} ({step['tool']}) was rejected by a human reviewer"
+                                f"{': ' + str(reason) if reason else ''}; it and the steps after it did not "
+                                f"run. Outputs of the steps that ran: {json.dumps(outputs, default=str)}")
             sub = replace(ctx, idempotency_key=f"{ctx.idempotency_key}/{sid}")
             outputs[sid] = ctx.memo(sub.idempotency_key, partial(tool.execute, resolved, sub))
         return {"outputs": outputs, "final": outputs[steps[-1]["id"]]}
 
-    def needs_approval(input: dict[str, Any]) -> bool:
+    def approval_parts(input: dict[str, Any]) -> list[dict[str, Any]]:
         steps = input.get("steps")
-        return isinstance(steps, list) and any(
-            _gated(table.get(str(step.get("tool"))), step.get("input"))
-            for step in steps if isinstance(step, dict)
-        )
+        if not isinstance(steps, list):
+            return []
+        return [{"id": step["id"], "tool": step["tool"], "input": step.get("input")}
+                for step in steps if isinstance(step, dict) and STEP_ID.match(str(step.get("id")))
+                and _gated(table.get(str(step.get("tool"))), step.get("input"))]
 
-    return define_tool(name, description=text, input_schema=schema, execute=execute,
-                       needs_approval=needs_approval)
+    tool = define_tool(name, description=text, input_schema=schema, execute=execute)
+    return replace(tool, approval_parts=approval_parts)
 
 
 def _tool_table(tools: Mapping[str, ToolDefinition] | Sequence[ToolDefinition]) -> dict[str, ToolDefinition]:

@@ -40,7 +40,8 @@ class ApprovalStep(StepKind):
         assert state.run is not None and state.name.call_id is not None
         latest = latest_turn_memo(deps, state.run)
         located = None if latest is None else locate_call(latest[0], latest[1], state.name.call_id)
-        if latest is None or located is None or not located.needs_approval:
+        waited = located is not None and located.needs_approval and not located.parts
+        if latest is None or not (waited or latest[1].part(state.name.call_id) is not None):
             return "skipped"
         state.subject = latest
         return None
@@ -74,11 +75,16 @@ class ApprovalStep(StepKind):
         return None
 
     def park(self, deps: EngineDeps, run: RunRecord, result: TurnResult, step: str) -> None:
-        """Record the call as ``awaiting_approval`` with its input (what ``approvals.pending`` lists)."""
+        """Record the call (or the part of a call gated part by part: its own row, keyed
+        ``<call_id>.<part>``) as ``awaiting_approval`` with its input (what ``approvals.pending`` lists)."""
         call_id = parse_step(step).call_id
+        assert call_id is not None
         call = next((c for c in result.turn.tool_calls if c.id == call_id), None)
-        if call is not None and deps.store.get_tool_call(run.id, call.id) is None:
-            deps.store.upsert_tool_call(run.thread_id, run.id, call.id, name=call.name, input=call.arguments,
+        found = result.part(call_id) if call is None else None
+        name, input = (call.name, call.arguments) if call is not None else (
+            (str(found[1].get("tool")), found[1].get("input")) if found is not None else (None, None))
+        if name is not None and deps.store.get_tool_call(run.id, call_id) is None:
+            deps.store.upsert_tool_call(run.thread_id, run.id, call_id, name=name, input=input,
                                         status=AWAITING_APPROVAL)
 
 

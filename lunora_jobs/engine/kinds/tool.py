@@ -42,6 +42,7 @@ from lunora_jobs.engine.steps import (
     child_step,
     message_key,
     parse_step,
+    part_id,
     tool_position,
     turn_number,
     turn_step,
@@ -62,6 +63,8 @@ class ToolCallSubject:
 
     located: LocatedCall
     rejection: str | None = None
+    decisions: dict[str, Any] | None = None
+    """For a call gated part by part: part id → its decision memo (what ``ctx.approval`` reads)."""
 
 
 class ToolStep(StepKind):
@@ -104,8 +107,15 @@ class ToolStep(StepKind):
         if located is None:
             log.warning("lunora: ignoring %s of run %s: no turn made that call", state.step, state.run_id)
             return "skipped"
-        rejection = None
-        if located.needs_approval:
+        rejection, decisions = None, None
+        if located.needs_approval and located.parts:  # each part decided on its own
+            decisions = {}
+            for part in located.parts:
+                row = deps.store.get_step(state.run_id, approval_step(part_id(located.call.id, part)))
+                if row is None or row.status != "completed":
+                    return "waiting"
+                decisions[part] = row.result if isinstance(row.result, dict) else {}
+        elif located.needs_approval:
             decision = deps.store.get_step(state.run_id, approval_step(located.call.id))
             if decision is None or decision.status != "completed":
                 return "waiting"  # a stray task never runs a gated tool before its decision
@@ -114,7 +124,7 @@ class ToolStep(StepKind):
                 rejection = rejection_text(located, memo.get("reason"))
         elif located.delegated and not _child_ended(deps.store, state.run_id, located):
             return "waiting"  # a stray task never answers a delegated call before its child ended
-        state.subject = ToolCallSubject(located, rejection)
+        state.subject = ToolCallSubject(located, rejection, decisions)
         return None
 
     def work(self, deps: EngineDeps, state: StepState) -> Work:
@@ -137,7 +147,7 @@ class ToolStep(StepKind):
             return self._done(run, agent, subject.located, output, is_error=is_error,
                               metadata={"child_run_id": child})
         try:
-            output = execute_tool(deps, run, agent, subject.located, state.step)
+            output = execute_tool(deps, run, agent, subject.located, state.step, subject.decisions)
         except ToolError as exc:  # the model reads it; a retry cannot fix it
             return self._done(run, agent, subject.located, f"Error: {exc}", is_error=True)
         return self._done(run, agent, subject.located, output)

@@ -201,12 +201,21 @@ def run_turn(
     turn = dataclasses.replace(turn, usage=turn.usage + prompt.usage)
     calls, invalid = _check_calls(agent, turn.tool_calls)
     turn = dataclasses.replace(turn, tool_calls=calls)
-    gated = [
-        c.id for c in calls if c.id not in invalid and agent.tools[c.name].requires_approval(c.arguments)
-    ]
-    # Independent mode: gated calls become action proposals and nothing waits on them.
+    gated, parts = [], {}
+    for c in calls:
+        tool_def = agent.tools[c.name] if c.id not in invalid else None
+        if tool_def is not None and tool_def.approval_parts is not None:  # gated part by part (code_tool)
+            found = tool_def.approval_parts(c.arguments)
+            if found:
+                gated.append(c.id)
+                parts[c.id] = found
+        elif tool_def is not None and tool_def.requires_approval(c.arguments):
+            gated.append(c.id)
+    # Independent mode: gated calls become action proposals (whole) and nothing waits on them.
     independent = agent.action_approval_mode == "independent"
     approvals, proposals = ([], gated) if independent else (gated, [])
+    if independent:
+        parts = {}
     children = [c.id for c in calls if c.id not in invalid and c.id not in proposals
                 and agent.tools[c.name].delegate is not None]
     output, output_error = None, None
@@ -217,7 +226,8 @@ def run_turn(
             output = dump(mode="json") if callable(dump) else parsed
         except ValueError as exc:  # OutputParseError, and pydantic's errors
             output_error = str(exc)
-    return TurnResult(turn, invalid, approvals, prompt.brief, output, output_error, proposals, children)
+    return TurnResult(turn, invalid, approvals, prompt.brief, output, output_error, proposals, children,
+                      parts)
 
 
 def call_model(

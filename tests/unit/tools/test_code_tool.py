@@ -1,6 +1,6 @@
 """code_tool: a script of tool calls with $from references, interpreted (never evaluated), each call
 memoized under its own key <step>/<id> so a crash between calls re-runs no finished call; every bad
-script is a tool error the model reads; gated sub-tools gate the script."""
+script is a tool error the model reads; each gated call waits for a decision of its own."""
 
 from __future__ import annotations
 
@@ -68,7 +68,10 @@ def test_a_three_step_script_feeds_outputs_forward_with_a_key_per_call() -> None
                                            final_turn("done")])
     result = harness.run(input="refund Ada's last order", thread_key="c1")
     assert result.stopped is None  # refund's gate reads an amount only known when the script runs
-    harness.resolve("c1", "call_1", approve=True)
+    pending = harness.app.approvals.pending("c1", trusted=True)
+    assert [(p.tool_call_id, p.tool_name, p.input) for p in pending] == [
+        ("call_1.r", "refund", SCRIPT[2]["input"])]
+    harness.resolve("c1", "call_1.r", approve=True)
     result = harness.result(result.run_id)
     assert result.text == "done"
     assert RAN == [
@@ -157,20 +160,36 @@ def test_a_bad_script_is_an_error_the_model_reads(steps: list[dict[str, Any]], e
     assert ran == []  # nothing that reads another step ran; the checks come before the first call
 
 
-def test_a_gated_sub_tool_gates_the_whole_script() -> None:
+def test_each_gated_call_waits_for_a_decision_of_its_own() -> None:
     agent = define_agent(name="analyst4", model="offline", tools=[code_tool(TOOLS)])
-    gated = [*SCRIPT[:2], {"id": "r", "tool": "refund", "input": {"order": "o-1", "amount": 500}}]
+    gated = [*SCRIPT[:2], {"id": "r1", "tool": "refund", "input": {"order": "o-1", "amount": 500}},
+             {"id": "small", "tool": "refund", "input": {"order": "o-3", "amount": 5}},
+             {"id": "r2", "tool": "refund", "input": {"order": "o-2", "amount": 600}}]
     harness = agent_harness(agent, script=[tool_call_turn("call_1", "code", {"steps": gated}),
-                                           final_turn("done")])
-    result = harness.run(input="refund 500", thread_key="c4")
-    assert result.stopped is None and RAN == []  # waiting: not even the ungated calls ran
-    harness.resolve("c4", "call_1", approve=True)
-    assert harness.result(result.run_id).text == "done"
-    assert [r[0] for r in RAN] == ["find_user", "recent_orders", "refund"]
+                                           final_turn("one refund was refused")])
+    result = harness.run(input="refund 500 and 600", thread_key="c4")
+    assert result.stopped is None and RAN == []  # waiting: nothing runs before every gate is decided
+    pending = harness.app.approvals.pending("c4", trusted=True)
+    assert [(p.tool_call_id, p.tool_name, p.input) for p in pending] == [
+        ("call_1.r1", "refund", {"order": "o-1", "amount": 500}),
+        ("call_1.r2", "refund", {"order": "o-2", "amount": 600}),
+    ]  # the 5 refund is under its gate: no decision asked
+    assert harness.resolve("c4", "call_1.r1", approve=True) == "applied"
+    assert harness.result(result.run_id).status == "awaiting_input" and RAN == []
+    assert [p.tool_call_id for p in harness.app.approvals.pending("c4", trusted=True)] == ["call_1.r2"]
+    assert harness.resolve("c4", "call_1.r2", approve=False, reason="too much") == "applied"
+    assert harness.result(result.run_id).text == "one refund was refused"
+    assert [(r[0], r[1]) for r in RAN] == [("find_user", "ada@example.com"), ("recent_orders", "u-7"),
+                                           ("refund", "o-1"), ("refund", "o-3")]
+    [(content, is_error)] = _tool_results(harness, "c4")
+    assert is_error and "step 'r2' (refund) was rejected by a human reviewer: too much" in content
+    assert '"r1": "refunded 500 on o-1"' in content  # the model sees what did run
     tool_def = code_tool(TOOLS)
+    assert tool_def.approval_parts is not None
     literal = [{"id": "r", "tool": "refund", "input": {"order": "o", "amount": 30}}]
-    assert tool_def.requires_approval({"steps": literal}) is False  # 30 is under the gate
-    assert tool_def.requires_approval({"steps": SCRIPT}) is True  # its amount is known only at run time
+    assert tool_def.approval_parts({"steps": literal}) == []  # 30 is under the gate
+    # Its amount is known only at run time: gated.
+    assert [p["id"] for p in tool_def.approval_parts({"steps": SCRIPT})] == ["r"]
 
 
 def test_code_tool_declaration_errors() -> None:
