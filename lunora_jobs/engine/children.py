@@ -32,6 +32,8 @@ from lunora_jobs.store.records import RunRecord
 
 AWAITING_CHILD = "awaiting_child"
 """The tool-call status of a delegated call whose child run has not ended."""
+CHILD_REFUSED = "child_refused"
+"""The tool-call status of a delegated call whose child run could not be started (its error kept)."""
 _NAMESPACE = uuid.UUID("5b0a6f4e-52f1-4d0b-9b8e-6c1d4e0a7c21")
 MAX_THREAD_KEY = 255
 

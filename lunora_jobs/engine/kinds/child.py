@@ -6,15 +6,17 @@ The run parks on it like on an approval (``awaiting_input``: no task, no lease, 
 ``run_ended`` dispatches this step: it claims only once the child has ended (a stray delivery
 before that answers ``waiting``), memoizes the child's outcome, adds the child's token totals to
 the parent's, and resumes the parent; the planner then dispatches the call's tool step, which
-answers with the child's final answer.
+answers with the child's final answer. A child whose start is refused for good (a quota, say) is
+recorded as ``child_refused`` and the wait completes at once with the refusal as the call's error.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from lunora_jobs.engine.cancel import cancel_run
-from lunora_jobs.engine.children import AWAITING_CHILD, child_run_id, child_thread_key, outcome
+from lunora_jobs.engine.children import AWAITING_CHILD, CHILD_REFUSED, child_run_id, child_thread_key, outcome
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import StepTask
 from lunora_jobs.engine.handover import TERMINAL
@@ -24,6 +26,7 @@ from lunora_jobs.engine.memo import TurnResult, locate_call
 from lunora_jobs.engine.runinfo import run_info
 from lunora_jobs.engine.start import start_run
 from lunora_jobs.engine.steps import CHILD_PREFIX, StepName, parse_step
+from lunora_jobs.errors import LunoraError
 from lunora_jobs.store.records import RunRecord, StepCompletion
 
 
@@ -33,7 +36,8 @@ class ChildSubject:
 
     turn: int
     result: TurnResult
-    child: RunRecord
+    memo: dict[str, Any]
+    """What the step memoizes: the ended child's outcome (``children.outcome``), or its refused start."""
 
 
 class ChildStep(StepKind):
@@ -56,22 +60,30 @@ class ChildStep(StepKind):
         located = None if latest is None else locate_call(latest[0], latest[1], state.name.call_id)
         if latest is None or located is None or not located.delegated:
             return "skipped"
-        child = deps.store.get_run(child_run_id(run.id, located.call.name, located.call.id))
-        if child is None or child.status not in TERMINAL:
+        child_id = child_run_id(run.id, located.call.name, located.call.id)
+        child = deps.store.get_run(child_id)
+        ended = child is not None and child.status in TERMINAL
+        memo: dict[str, Any] | None = outcome(child) if child is not None and ended else None
+        if child is None:  # never started: its start may have been refused for good (park)
+            call = deps.store.get_tool_call(run.id, located.call.id)
+            if call is not None and call.status == CHILD_REFUSED and isinstance(call.output, dict):
+                memo = {"child_run_id": child_id, "status": "failed", "text": None, "output": None,
+                        "error": call.output.get("error"), "usage": {"input_tokens": 0, "output_tokens": 0}}
+        if memo is None:
             return "waiting"
-        state.subject = ChildSubject(latest[0], latest[1], child)
+        state.subject = ChildSubject(latest[0], latest[1], memo)
         return None
 
     def work(self, deps: EngineDeps, state: StepState) -> Work:
         """The child's outcome as the memo; its tokens added to the parent's; the parent resumes."""
         subject = state.subject
         assert isinstance(subject, ChildSubject)
-        child = subject.child
+        usage = subject.memo["usage"]
         patch = None
-        if child.input_tokens or child.output_tokens:
-            patch = {"add_input_tokens": child.input_tokens, "add_output_tokens": child.output_tokens}
+        if usage["input_tokens"] or usage["output_tokens"]:
+            patch = {"add_input_tokens": usage["input_tokens"], "add_output_tokens": usage["output_tokens"]}
         then = ReplanTurn(subject.turn, subject.result, "recover", resume=True)
-        return Work(StepCompletion(result=outcome(child), run_patch=patch), then, ALL_ROWS)
+        return Work(StepCompletion(result=subject.memo, run_patch=patch), then, ALL_ROWS)
 
     def replan(self, deps: EngineDeps, state: StepState) -> After | None:
         """Delivered again after it completed: re-plan (the tool step's dispatch may have been lost)."""
@@ -92,9 +104,16 @@ class ChildStep(StepKind):
         child = deps.store.get_run(child_id)
         if child is None:
             key = child_thread_key(run_info(run).thread_key, child_id)
-            start_run(deps, deps.agent(tool.delegate.name), input=call.arguments.get("input") or "",
-                      thread_key=key, owner=run.owner, run_id=child_id, tenant=run.tenant, as_system=True,
-                      parent={"run_id": run.id, "step": step})
+            try:
+                start_run(deps, deps.agent(tool.delegate.name), input=call.arguments.get("input") or "",
+                          thread_key=key, owner=run.owner, run_id=child_id, tenant=run.tenant,
+                          as_system=True, parent={"run_id": run.id, "step": step})
+            except LunoraError as exc:  # refused for good (a quota, a thread conflict): the call's answer
+                error = {"error": f"{type(exc).__name__}: {exc}"}
+                deps.store.upsert_tool_call(run.thread_id, run.id, call.id, name=call.name,
+                                            input=call.arguments, status=CHILD_REFUSED, output=error)
+                deps.dispatcher.dispatch([StepTask(run.id, step, self.route)])
+                return
         if deps.store.get_tool_call(run.id, call.id) is None:
             deps.store.upsert_tool_call(run.thread_id, run.id, call.id, name=call.name, input=call.arguments,
                                         status=AWAITING_CHILD, output={"child_run_id": child_id})

@@ -147,6 +147,22 @@ def test_a_cancelled_child_answers_the_call_with_an_error() -> None:
     assert "delegated run of agent 'researcher' was cancelled" in (message.content or "")
 
 
+def test_a_child_refused_at_start_answers_the_call_with_the_refusal() -> None:
+    harness = harness_for(specialist(), [
+        tool_call_turn("c1", "research", {"input": "x"}), final_turn("Could not delegate."),
+    ], [final_turn("never")])
+    child_id = child_run_id("parent-1", "research", "c1")
+    # The child's thread is taken by another owner: its start is refused for good (a ConflictError).
+    harness.store.ensure_thread(f"t/child-{child_id}", owner="mallory")
+    harness.app.agents.lead.run(input="go", thread_key="t", owner="u1", run_id="parent-1")
+    done = harness.result("parent-1")
+    assert (done.status, done.text) == ("completed", "Could not delegate.")
+    assert runs_of(harness, "researcher") == []
+    message = harness.messages("t")[2]
+    assert message.metadata is not None and message.metadata["is_error"] is True
+    assert "delegated run of agent 'researcher' failed: ConflictError" in (message.content or "")
+
+
 class DropChildWakes(InProcessDispatcher):
     """Loses every wake a child sends its parent (a crash between the child's end and the enqueue)."""
 
