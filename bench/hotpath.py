@@ -21,6 +21,11 @@ turn but the last calls a no-op tool, so a run is ``2*turns - 1`` steps: turns a
    hooks). A store call's CPU is its Python (parameters, row decoding, pool checkout); its wall time
    minus its CPU is mostly the wait on the server.
 
+4. **the server's floor**: median ms of a read (``SELECT 1``) and of a durable commit (a one-row
+   autocommit INSERT, which waits for the WAL flush) on the same PostgreSQL. A step makes two
+   durable commits (its claim, its completion): on a disk whose flush costs about a raw Celery hop,
+   that, not the Python, is what keeps a step above the floor.
+
 The app publishes live notices on Redis (``RedisEventBus``), as every app with ``LUNORA_REDIS_URL``
 does, so the notice PUBLISH is counted and timed.
 
@@ -251,6 +256,25 @@ def time_phases(db_url: str, queue: str, prefix: str, args: Any) -> dict[str, di
             for kind, rows in samples.items()}
 
 
+def server_floor(db_url: str, samples: int = 200) -> tuple[float, float]:
+    """Median ms of a read and of a durable one-row commit (WAL flush) on the bench's database."""
+    engine = sa.create_engine(db_url, isolation_level="AUTOCOMMIT")
+    reads: list[float] = []
+    commits: list[float] = []
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("CREATE TABLE bench_commit_probe (i integer)"))
+            for target, sql in ((reads, "SELECT 1"), (commits, "INSERT INTO bench_commit_probe VALUES (1)")):
+                statement = sa.text(sql)
+                for _ in range(samples):
+                    began = time.perf_counter()
+                    conn.execute(statement)
+                    target.append((time.perf_counter() - began) * 1000.0)
+    finally:
+        engine.dispose()
+    return statistics.median(reads), statistics.median(commits)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run both phases and print the report."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -270,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         trips = count_trips(db_url, queue, prefix, args)
         ms = time_steps(db_url, queue, prefix, args)
         phases = time_phases(db_url, queue, prefix, args)
+        read_ms, commit_ms = server_floor(db_url)
     finally:
         client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT)
         client.delete(queue, f"_kombu.binding.{queue}", *client.scan_iter(f"{prefix}:*"))
@@ -289,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     print("         " + "".join(f"{p:>16s}" for p in PHASES))
     for kind in sorted(phases):
         print(f"  {kind:5s}: " + "".join(f"{w:8.2f}/{c:<7.2f}" for w, c in phases[kind].values()))
+    print(f"server floor: a read {read_ms:.2f} ms, a durable commit (WAL flush) {commit_ms:.2f} ms "
+          f"(medians); a step makes 2 durable commits (claim, completion): {2 * commit_ms:.2f} ms of "
+          "waiting per step")
     return 0
 
 
