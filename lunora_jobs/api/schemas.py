@@ -273,6 +273,8 @@ class SessionOut(_Out):
 
     subject: str
     admin: bool
+    tenant: str | None = None
+    """The tenant the caller acts for (what it reads of usage, quotas and proposals is confined to it)."""
     csrf_token: str | None = Field(description="Present for cookie sessions.")
 
 

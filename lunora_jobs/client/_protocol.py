@@ -20,9 +20,14 @@ def thread_path(key: str, tail: str = "") -> str:
     return f"/threads/{quote(key, safe='')}{tail}"
 
 
-def decision_path(key: str, call_id: str, verb: str) -> str:
-    """``/threads/<key>/approvals/<call_id>/<approve|reject>``."""
-    return thread_path(key, f"/approvals/{quote(call_id, safe='')}/{verb}")
+def decision_path(key: str, call_id: str, verb: str, kind: str = "approvals") -> str:
+    """``/threads/<key>/<approvals|proposals>/<id>/<approve|reject>``."""
+    return thread_path(key, f"/{kind}/{quote(call_id, safe='')}/{verb}")
+
+
+def query(**params: Any) -> dict[str, Any]:
+    """The query parameters that are set."""
+    return {name: value for name, value in params.items() if value is not None}
 
 
 def run_path(run_id: str, tail: str = "") -> str:

@@ -95,9 +95,34 @@ class AsyncClient:
         """Reject a pending call."""
         return await self._decide(thread_key, tool_call_id, "reject", reason)
 
-    async def _decide(self, thread_key: str, call_id: str, verb: str, reason: str | None) -> str:
-        response = await self._http.post(p.decision_path(thread_key, call_id, verb), json={"reason": reason})
+    async def _decide(self, thread_key: str, call_id: str, verb: str, reason: str | None,
+                      kind: str = "approvals") -> str:
+        path = p.decision_path(thread_key, call_id, verb, kind)
+        response = await self._http.post(path, json={"reason": reason})
         return str(p.checked(response)["result"])
+
+    async def proposals(self, thread_key: str, *, decision: str | None = None) -> list[dict[str, Any]]:
+        """The thread's action proposals you may act on."""
+        path = p.thread_path(thread_key, "/proposals")
+        return list(p.checked(await self._http.get(path, params=p.query(decision=decision)))["proposals"])
+
+    async def approve_proposal(self, thread_key: str, proposal_id: str, *, reason: str | None = None) -> str:
+        """Approve an action proposal."""
+        return await self._decide(thread_key, proposal_id, "approve", reason, "proposals")
+
+    async def reject_proposal(self, thread_key: str, proposal_id: str, *, reason: str | None = None) -> str:
+        """Reject an action proposal."""
+        return await self._decide(thread_key, proposal_id, "reject", reason, "proposals")
+
+    async def usage(self, group_by: str | None = None, **filters: str | None) -> list[dict[str, Any]]:
+        """Usage groups, narrowed to what your identity may read."""
+        params = p.query(group_by=group_by, **filters)
+        return list(p.checked(await self._http.get("/governance/usage", params=params))["groups"])
+
+    async def quota(self, *, actor: str | None = None, tenant: str | None = None) -> list[dict[str, Any]]:
+        """Quota statuses (default: yours and your tenant's)."""
+        params = p.query(actor=actor, tenant=tenant)
+        return list(p.checked(await self._http.get("/governance/quota", params=params))["statuses"])
 
     async def subscribe(
         self, thread_key: str, *, last_event_id: int | None = None, max_retries: int | None = None,

@@ -99,9 +99,35 @@ class Client:
         """Reject a pending call (the model is told ``reason``): ``applied`` or ``unchanged``."""
         return self._decide(thread_key, tool_call_id, "reject", reason)
 
-    def _decide(self, thread_key: str, call_id: str, verb: str, reason: str | None) -> str:
-        path = p.decision_path(thread_key, call_id, verb)
+    def _decide(self, thread_key: str, call_id: str, verb: str, reason: str | None,
+                kind: str = "approvals") -> str:
+        path = p.decision_path(thread_key, call_id, verb, kind)
         return str(p.checked(self._http.post(path, json={"reason": reason}))["result"])
+
+    # -- action proposals and governance ------------------------------------------------------------
+    def proposals(self, thread_key: str, *, decision: str | None = None) -> list[dict[str, Any]]:
+        """The thread's action proposals you may act on (independent mode), oldest first."""
+        path = p.thread_path(thread_key, "/proposals")
+        return list(p.checked(self._http.get(path, params=p.query(decision=decision)))["proposals"])
+
+    def approve_proposal(self, thread_key: str, proposal_id: str, *, reason: str | None = None) -> str:
+        """Approve an action proposal (a worker runs it once): ``applied`` or ``unchanged``."""
+        return self._decide(thread_key, proposal_id, "approve", reason, "proposals")
+
+    def reject_proposal(self, thread_key: str, proposal_id: str, *, reason: str | None = None) -> str:
+        """Reject an action proposal (it never runs): ``applied`` or ``unchanged``."""
+        return self._decide(thread_key, proposal_id, "reject", reason, "proposals")
+
+    def usage(self, group_by: str | None = None, **filters: str | None) -> list[dict[str, Any]]:
+        """Usage groups (``since``/``until`` ISO date-times, ``actor``, ``tenant``, ``agent``, ``model``),
+        narrowed to what your identity may read."""
+        params = p.query(group_by=group_by, **filters)
+        return list(p.checked(self._http.get("/governance/usage", params=params))["groups"])
+
+    def quota(self, *, actor: str | None = None, tenant: str | None = None) -> list[dict[str, Any]]:
+        """Quota statuses (default: yours and your tenant's)."""
+        params = p.query(actor=actor, tenant=tenant)
+        return list(p.checked(self._http.get("/governance/quota", params=params))["statuses"])
 
     # -- the live stream ----------------------------------------------------------------------------
     def subscribe(self, thread_key: str, *, last_event_id: int | None = None,

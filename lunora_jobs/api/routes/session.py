@@ -27,14 +27,15 @@ def router(ctx: ApiContext) -> APIRouter:
         who = ctx.gate.verify(Credential(body.token, via_cookie=True))
         response.set_cookie(SESSION_COOKIE, body.token, max_age=SESSION_MAX_AGE_S, httponly=True,
                             samesite="strict", secure=request.url.scheme == "https", path="/")
-        return SessionOut(subject=who.subject, admin=who.admin, csrf_token=csrf_token(body.token))
+        return SessionOut(subject=who.subject, admin=who.admin, tenant=who.tenant,
+                          csrf_token=csrf_token(body.token))
 
     @api.get("/session", response_model=SessionOut, tags=["session"])
     def whoami(request: Request, who: Identity = identity) -> SessionOut:
         """Who the caller is; cookie sessions also get the CSRF token their writes must send."""
         credential = credential_of(request)
         token = csrf_token(credential.value) if credential is not None and credential.via_cookie else None
-        return SessionOut(subject=who.subject, admin=who.admin, csrf_token=token)
+        return SessionOut(subject=who.subject, admin=who.admin, tenant=who.tenant, csrf_token=token)
 
     @api.delete("/session", status_code=status.HTTP_204_NO_CONTENT, tags=["session"])
     def sign_out(request: Request, response: Response) -> None:

@@ -42,7 +42,8 @@ async function boot() {
   $("sign-in").hidden = !!session;
   $("app").hidden = !session;
   $("sign-out").hidden = !session;
-  $("who").textContent = session ? `signed in as ${session.subject}${session.admin ? " (admin)" : ""}` : "";
+  const tenant = session && session.tenant ? ` of ${session.tenant}` : "";
+  $("who").textContent = session ? `signed in as ${session.subject}${tenant}${session.admin ? " (admin)" : ""}` : "";
   if (!session) return;
   $("f-owner").hidden = !session.admin;
   const { agents } = await client.agents();

@@ -7,6 +7,7 @@ dispatch: a run started through the API has finished when the request returns.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from lunora_jobs import Lunora, Quota, define_agent
 from lunora_jobs.api import BearerTokenAuthenticator, create_app
 from lunora_jobs.api.auth.base import Identity
 from lunora_jobs.api.testing import serve_in_thread
+from lunora_jobs.client import AsyncClient, Client
 from lunora_jobs.models.base import ModelTurn, ToolCall, ToolSpec, Usage
 from lunora_jobs.store.records import UsageEntry
 from lunora_jobs.tools import ToolContext, define_tool
@@ -85,6 +87,7 @@ def test_usage_and_quota_reads_follow_the_verified_identity(served: tuple[str, L
     for who, thread in ((alice, "a1"), (carol, "c1"), (bob, "b1"), (dave, "d1")):
         assert who.post("/runs", json={"agent": "payer", "input": "hello", "thread_key": thread}
                         ).status_code == 202
+    assert alice.get("/session").json()["tenant"] == "acme" and ops.get("/session").json()["tenant"] is None
     assert {r.owner: r.tenant for r in app.store.list_runs()} == {
         "alice": "acme", "carol": "acme", "bob": "globex", "dave": None}
 
@@ -159,7 +162,22 @@ def test_proposals_are_decided_by_the_verified_subject_inside_its_tenant(
     done = alice.get(f"/threads/pa/proposals/{mine['id']}").json()
     assert (done["status"], done["decided_by"], done["result"]) == ("succeeded", "alice", "charged 9000")
     assert len(charges) == 1
-    assert bob.post(f"/threads/pb/proposals/{theirs['id']}/reject").json() == {"result": "applied"}
+    # The Python clients (sync and asyncio) speak the same routes.
+    with Client(url, token="tok-bob") as sync_bob:
+        [pending] = sync_bob.proposals("pb", decision="pending")
+        assert pending["id"] == theirs["id"] and sync_bob.proposals("pa") == []
+        assert sync_bob.reject_proposal("pb", theirs["id"], reason="no") == "applied"
+        assert [g["key"] for g in sync_bob.usage("tenant")] == ["globex"]
+        assert [(s["scope"], s["key"]) for s in sync_bob.quota()] == [("actor", "bob"), ("tenant", "globex")]
+
+    async def as_alice() -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+        async with AsyncClient(url, token="tok-alice") as client:
+            return (await client.proposals("pa"), await client.usage("actor", since="2000-01-01T00:00:00Z"),
+                    await client.approve_proposal("pa", mine["id"]))
+
+    seen, used, again = asyncio.run(as_alice())
+    assert [p["status"] for p in seen] == ["succeeded"] and [g["key"] for g in used] == ["alice"]
+    assert again == "unchanged"
     assert len(charges) == 1
     assert alice.get("/threads/pa/proposals", params={"decision": "approved"}).json()["proposals"][0]["id"] \
         == mine["id"]

@@ -140,6 +140,32 @@ def test_settings_build_the_authenticators_and_fail_closed(
     assert both.authenticate(_token(rsa_key)) == Identity("alice")
 
 
+def test_a_tenant_comes_from_the_token_table_or_a_required_jwt_claim(
+    tmp_path: Path, rsa_key: rsa.RSAPrivateKey
+) -> None:
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps([{"subject": "bob", "token": "tok-b", "tenant": "acme"},
+                                 {"subject": "ops", "token": "tok-o", "admin": True}]))
+    auth = BearerTokenAuthenticator.from_file(table)
+    assert auth.authenticate("tok-b") == Identity("bob", tenant="acme")
+    assert auth.authenticate("tok-o") == Identity("ops", admin=True)
+    table.write_text(json.dumps([{"subject": "bob", "token": "tok-b", "tenant": ""}]))
+    with pytest.raises(ConfigurationError, match="tenant"):
+        BearerTokenAuthenticator.from_file(table)
+    with pytest.raises(Exception, match="tenant"):
+        Identity("bob", tenant=" ")
+    settings = Settings(api_jwt_key=_public_pem(rsa_key), api_jwt_audience="lunora",
+                        api_jwt_tenant_claim="org")
+    jwt_auth = authenticator_from_settings(settings)
+    assert jwt_auth.authenticate(_token(rsa_key, org="acme")) == Identity("alice", tenant="acme")
+    # The configuration requires a tenant: a token without one (or an empty one) proves nothing.
+    assert jwt_auth.authenticate(_token(rsa_key)) is None
+    assert jwt_auth.authenticate(_token(rsa_key, org="")) is None
+    assert jwt_auth.authenticate(_token(rsa_key, org=["acme"])) is None
+    plain = JWTAuthenticator(key=_public_pem(rsa_key), audience="lunora")
+    assert plain.authenticate(_token(rsa_key, org="acme")) == Identity("alice")  # no claim configured
+
+
 def test_lunora_api_without_an_authenticator_is_one_line_and_the_fix(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "LUNORA_APP": "lunora_jobs.example:app", "HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, "-m", "lunora_jobs.cli", "api", "--port", "1"], env=env,
