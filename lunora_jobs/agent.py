@@ -238,6 +238,13 @@ def define_agent(
     memory_options = _wrap(where, coerce_memory, memory)
     skill_list = _check_skills(where, skills)
     tool_map = _collect_tools(where, tools, skill_list, memory_options, name)
+    gated_delegates = [n for n, t in tool_map.items() if t.delegate is not None and t.needs_approval]
+    if action_approval_mode == "independent" and gated_delegates:
+        raise InvalidAgentOptionError(
+            f"{where}: the agent tool(s) {', '.join(map(repr, gated_delegates))} need approval, and an "
+            "action proposal cannot start a child run; use action_approval_mode='blocking' or drop "
+            "needs_approval."
+        )
     return AgentDefinition(
         name=name,
         instructions=instructions,

@@ -21,7 +21,7 @@ from lunora_jobs import (
 )
 from lunora_jobs.engine.children import child_run_id
 from lunora_jobs.engine.dispatch import InProcessDispatcher, StepTask
-from lunora_jobs.errors import InvalidToolError
+from lunora_jobs.errors import InvalidAgentOptionError, InvalidToolError
 from lunora_jobs.store.records import RunRecord
 from lunora_jobs.testing import Harness, agent_harness
 
@@ -186,9 +186,30 @@ def test_the_sweep_repairs_a_lost_wake() -> None:
     assert harness.messages("t")[2].content == "child answer"
 
 
+def test_a_gated_agent_tool_waits_for_its_approval_before_the_child_starts() -> None:
+    child = specialist()
+    lead = define_agent(name="lead", model="offline", instructions="Delegate research.", tools=[
+        agent_as_tool(child, description="Delegate.", name="research", needs_approval=True)])
+    harness = agent_harness(lead, model=PerAgent(
+        [tool_call_turn("c1", "research", {"input": "x"}), final_turn("done")], [final_turn("child answer")]))
+    parked = harness.run(input="go", thread_key="t")
+    assert parked.status == "awaiting_input" and runs_of(harness, "researcher") == []  # not before approval
+    assert harness.resolve("t", "c1", approve=True) == "applied"
+    assert (harness.result(parked.run_id).text, harness.messages("t")[2].content) == ("done", "child answer")
+    rejected = agent_harness(lead, model=PerAgent(
+        [tool_call_turn("c1", "research", {"input": "x"}), final_turn("not delegated")], []))
+    waiting = rejected.run(input="go", thread_key="t")
+    assert rejected.resolve("t", "c1", approve=False) == "applied"
+    assert rejected.result(waiting.run_id).text == "not delegated"
+    assert runs_of(rejected, "researcher") == []  # a rejected delegation never starts a child
+
+
 def test_agent_tools_refuse_what_they_cannot_do() -> None:
     child = specialist()
     with pytest.raises(InvalidToolError, match="not an agent"):
         agent_as_tool("researcher", description="x")  # type: ignore[arg-type]
     with pytest.raises(InvalidToolError, match="cannot be composed"):
         code_tool([agent_as_tool(child, description="x")])
+    with pytest.raises(InvalidAgentOptionError, match="cannot start a child run"):
+        define_agent(name="lead", model="offline", action_approval_mode="independent",
+                     tools=[agent_as_tool(child, description="x", needs_approval=True)])
