@@ -5,15 +5,11 @@ call, a deterministic task id (``<run_id>:<step>``), no result backend, and a fa
 tool calls sent as ONE pipelined Redis round trip. The message carries only ``(run_id, step)``; the
 worker reads everything else from the database.
 
-On Redis the message is built by Celery (``create_task_message``: headers and body) and wrapped in
-kombu's Redis envelope here (``redis_envelope``), then LPUSHed on the producer channel's client:
-kombu's ``Producer.publish`` spent ~0.4 ms of Python per message (entity copies for
-``maybe_declare``, its retry wrapper) for what is one LPUSH — a tenth of a step's CPU. The envelope is
-kombu's message but for the random delivery tag (``tests/integration/workers/
-test_dispatch_envelope.py`` compares them). kombu's own path is used whenever that shortcut would
-skip something: another transport (RabbitMQ), a queue with an expiry, another serializer or a
-compression, a ``before_task_publish``/``after_task_publish`` receiver (tracing instrumentations), or
-a Redis error (kombu then reconnects and retries the publish under its retry policy).
+Messages go through Celery's and kombu's public publish path (``amqp.send_task_message``), never a
+hand-built broker envelope or a patched kombu channel: kombu's ``Producer.publish`` costs ~0.4 ms of
+Python per message on Redis (entity copies for ``maybe_declare``, its retry wrapper) and redis-py
+builds a client per publish (~0.1 ms, redis/redis-py#3624), but a shortcut through kombu's internals
+would break silently on a kombu upgrade, and the ledger, not the enqueue, bounds a step's cost.
 
 ``Lunora.from_env`` builds it when ``CELERY_BROKER_URL`` is set (env ``LUNORA_DISPATCHER`` can name
 another class). ``LUNORA_STEP_ROUTES`` sends the steps of a kind to another queue, with a priority
@@ -28,15 +24,11 @@ Example::
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import redis.exceptions
-from celery import Celery, signals
+from celery import Celery
 
 from lunora_jobs.config import Settings, StepRoute
 from lunora_jobs.engine.dispatch import StepTask
@@ -68,65 +60,6 @@ def _app_for(broker_url: str, queue: str) -> Celery:
     return _apps[key]
 
 
-def reuse_redis_client(channel: Any) -> None:
-    """Make a kombu Redis channel of the producer pool reuse one redis-py client for its publishes.
-
-    kombu builds a new ``redis.Redis`` (over the channel's connection pool) for every publish, and
-    building one costs ~0.1 ms of Python (its response-callback tables): a third of a step's
-    enqueue. The client is stateless over the pool, so one per channel serves every publish; it is
-    rebuilt if the channel gets a new pool. Other transports (RabbitMQ) are left alone.
-
-    This replaces the channel's ``conn_or_acquire`` and calls its private ``_create_client``: kombu
-    has no public way to hand its Redis channel a client (nor a transport option for it), and the
-    cost itself is redis-py's, tracked upstream as redis/redis-py#3624 (cache the default response
-    callbacks instead of rebuilding them per client; fix proposed in redis/redis-py#4124). Once a
-    redis-py release caches them, drop this function. Tested with kombu 5.7 — the range pinned in
-    pyproject.toml — and guarded by tests/integration/workers/test_dispatch_client_reuse.py.
-    """
-    if getattr(channel, "_lunora_reuses_client", False):
-        return
-    if type(channel).__module__ != "kombu.transport.redis":
-        return
-    cached: list[Any] = []
-
-    @contextlib.contextmanager
-    def conn_or_acquire(client: Any = None) -> Iterator[Any]:
-        if client:
-            yield client
-            return
-        pool = channel.pool
-        if not cached or cached[0] is not pool:
-            cached[:] = [pool, channel._create_client()]
-        yield cached[1]
-
-    channel.conn_or_acquire = conn_or_acquire
-    channel._lunora_reuses_client = True
-
-
-def redis_envelope(message: Any, queue: str, priority: int) -> str:
-    """kombu's Redis message for Celery's ``create_task_message`` output, JSON as kombu LPUSHes it:
-    the JSON body base64-encoded, ``delivery_info`` naming the anonymous exchange and ``queue``, a
-    fresh delivery tag (what ``Producer.publish`` → ``Channel.basic_publish`` → ``_put`` build)."""
-    headers, properties, body, _ = message
-    return json.dumps({
-        "body": base64.b64encode(json.dumps(body).encode("utf-8")).decode("ascii"),
-        "content-encoding": "utf-8",
-        "content-type": "application/json",
-        "headers": headers,
-        "properties": {
-            **properties, "delivery_mode": 2, "delivery_info": {"exchange": "", "routing_key": queue},
-            "priority": priority, "body_encoding": "base64", "delivery_tag": str(uuid.uuid4()),
-        },
-    })
-
-
-def plain_json(app: Celery) -> bool:
-    """Whether ``app`` sends JSON, uncompressed, persistent messages (what ``redis_envelope`` builds)."""
-    conf = app.conf
-    return bool(conf.task_serializer == "json" and not conf.task_compression
-                and conf.task_default_delivery_mode in ("persistent", 2))
-
-
 class CeleryDispatcher:
     """Enqueue step tasks on Celery.
 
@@ -147,7 +80,6 @@ class CeleryDispatcher:
         configured = settings.step_routes if routes is None else routes
         self.routes: dict[str, StepRoute] = {str(kind): route for kind, route in configured.items()}
         """Step route -> queue and priority (``LUNORA_STEP_ROUTES``); other routes go to ``queue``."""
-        self._plain_json: bool | None = None
 
     def dispatch(self, tasks: Sequence[StepTask]) -> None:
         """Send ``tasks`` through one pooled producer; several go out in one pipelined round trip.
@@ -159,48 +91,11 @@ class CeleryDispatcher:
         if not tasks:
             return
         with self.app.producer_or_acquire() as producer:
-            reuse_redis_client(producer.channel)
-            if self._direct(producer.channel) and self._lpush(producer.channel, tasks):
-                return
             batch = getattr(producer, "batch", None)
             scope = batch() if len(tasks) > 1 and batch is not None else contextlib.nullcontext()
             with scope:
                 for task in tasks:
                     self._send(producer, task)
-
-    def _direct(self, channel: Any) -> bool:
-        """Whether ``channel``'s messages may be LPUSHed directly (``redis_envelope``)."""
-        if self._plain_json is None:  # read once: Celery's settings lookups cost more than the envelope
-            self._plain_json = plain_json(self.app)
-        return (
-            self._plain_json and type(channel).__module__ == "kombu.transport.redis"
-            and not signals.before_task_publish.receivers and not signals.after_task_publish.receivers
-        )
-
-    def _lpush(self, channel: Any, tasks: Sequence[StepTask]) -> bool:
-        """LPUSH each task's kombu envelope in one round trip; False (nothing sent for sure, or a
-        duplicate the ledger absorbs) when a queue expires or Redis failed: kombu's path then runs."""
-        pushes = []
-        for task in tasks:
-            _, message = self._message(task)
-            route = self.routes.get(task.kind)
-            queue = self.queue if route is None else route.queue
-            priority = 0 if route is None or route.priority is None else route.priority
-            if queue in getattr(channel, "_expires", {}):
-                return False
-            pushes.append((channel._q_for_pri(queue, priority), redis_envelope(message, queue, priority)))
-        try:
-            with channel.conn_or_acquire() as client:
-                if len(pushes) == 1:
-                    client.lpush(*pushes[0])
-                else:
-                    pipe = client.pipeline(transaction=False)
-                    for key, payload in pushes:
-                        pipe.lpush(key, payload)
-                    pipe.execute()
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-            return False  # a message that did land is delivered twice: the ledger replays it
-        return True
 
     def _message(self, task: StepTask) -> tuple[str, Any]:
         # Celery's own message builder, without ``send_task``'s routing and context lookups (the
