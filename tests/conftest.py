@@ -1,7 +1,8 @@
 """Shared fixtures: a throwaway database on each real server, a Redis namespace, a private Redis.
 
 Several suites run side by side on one machine's shared services, so no test touches data it does
-not own: each test gets its own databases (``lunora_t_<random>``, dropped at the end), its own Redis
+not own: each test gets its own databases (``lunora_t_<random>``, dropped at the end; on PostgreSQL
+``pg_tables_url`` clones a per-session template that already has the tables), its own Redis
 key prefix and queue names on the shared Redis (``redis_url`` + ``redis_prefix``), and a test that
 needs a whole Redis (``FLUSHDB``, db-wide keys such as Celery's ``unacked``) uses ``private_redis``,
 a ``redis-server`` of the session's own. A missing service skips — or fails under ``CI=true``
@@ -23,15 +24,18 @@ def _fresh_name() -> str:
     return "lunora_t_" + uuid.uuid4().hex[:10]
 
 
-def _server_database(admin_url: str, dialect: str) -> Iterator[str]:
+def _server_database(admin_url: str, dialect: str, *, template: str | None = None,
+                     name: str | None = None) -> Iterator[str]:
     import sqlalchemy as sa
 
-    name = _fresh_name()
+    name = name or _fresh_name()
     admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
             if dialect == "mysql":
                 conn.execute(sa.text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"))
+            elif template is not None:
+                conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
             else:
                 conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
     except Exception as exc:  # pragma: no cover - only when the server is down
@@ -53,6 +57,37 @@ def _server_database(admin_url: str, dialect: str) -> Iterator[str]:
 def pg_url() -> Iterator[str]:
     """URL of a fresh, empty PostgreSQL database, dropped after the test."""
     yield from _server_database(settings.pg_admin_url, "postgresql")
+
+
+@pytest.fixture(scope="session")
+def pg_tables_template() -> Iterator[str]:
+    """Name of a PostgreSQL database holding the agent tables (empty), provisioned once per session
+    (per xdist worker) by ``ensure_tables``, for ``pg_tables_url`` to clone. Nobody connects to it
+    after provisioning: ``CREATE DATABASE ... TEMPLATE`` refuses a template with open connections."""
+    import sqlalchemy as sa
+
+    from lunora_jobs.store.ddl import ensure_tables
+
+    name = "lunora_tpl_" + uuid.uuid4().hex[:10]
+    database = _server_database(settings.pg_admin_url, "postgresql", name=name)
+    try:
+        engine = sa.create_engine(next(database))
+        try:
+            ensure_tables(engine)
+        finally:
+            engine.dispose()
+        yield name
+    finally:
+        database.close()  # drops it
+
+
+@pytest.fixture
+def pg_tables_url(pg_tables_template: str) -> Iterator[str]:
+    """URL of a fresh PostgreSQL database that already has the agent tables, empty (dropped after the
+    test): a clone of ``pg_tables_template``, the schema ``ensure_tables`` builds without paying its
+    DDL per test (~1 s each on PostgreSQL). For store contract tests; tests of provisioning itself
+    take the empty ``pg_url``."""
+    yield from _server_database(settings.pg_admin_url, "postgresql", template=pg_tables_template)
 
 
 @pytest.fixture

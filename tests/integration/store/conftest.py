@@ -1,6 +1,7 @@
 """The ``store`` fixture: one contract suite over InMemoryStore, SQLite, PostgreSQL and MariaDB.
 
-Every SQL backend gets a fresh, empty database (the root conftest's URL fixtures) and an
+Every SQL backend gets a fresh database (the root conftest's URL fixtures; on PostgreSQL a clone that
+already has the tables, empty; ``sql_url`` is always an empty database) and an
 injected clock, so tests move time instead of sleeping.
 """
 
@@ -16,6 +17,8 @@ from lunora_jobs.store import AgentStore, InMemoryStore, SqlStore
 BACKENDS = ["memory", "sqlite", "postgres", "mariadb"]
 SQL_BACKENDS = ["sqlite", "postgres", "mariadb"]
 _URL_FIXTURE = {"sqlite": "sqlite_url", "postgres": "pg_url", "mariadb": "mysql_url"}
+# The store fixture's PostgreSQL database is a clone with the tables already in it (see pg_tables_url).
+_STORE_URL_FIXTURE = {**_URL_FIXTURE, "postgres": "pg_tables_url"}
 
 
 @pytest.fixture
@@ -35,7 +38,7 @@ def store_url(request: pytest.FixtureRequest, backend: str) -> str | None:
     """A fresh database URL for SQL backends, None for memory."""
     if backend == "memory":
         return None
-    return str(request.getfixturevalue(_URL_FIXTURE[backend]))
+    return str(request.getfixturevalue(_STORE_URL_FIXTURE[backend]))
 
 
 @pytest.fixture
