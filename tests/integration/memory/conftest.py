@@ -12,7 +12,7 @@ from rag import HashingEmbedder, Rag, define_rag
 from rag.stores.memory import MemoryStore
 
 BACKENDS = ["memory", "sqlite", "postgres", "mariadb"]
-_URL_FIXTURE = {"sqlite": "sqlite_url", "postgres": "pg_tables_url", "mariadb": "mysql_url"}
+_URL_FIXTURE = {"sqlite": "sqlite_tables_url", "postgres": "pg_tables_url", "mariadb": "mysql_url"}
 
 
 @pytest.fixture

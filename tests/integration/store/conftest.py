@@ -1,7 +1,7 @@
 """The ``store`` fixture: one contract suite over InMemoryStore, SQLite, PostgreSQL and MariaDB.
 
-Every SQL backend gets a fresh database (the root conftest's URL fixtures; on PostgreSQL a clone that
-already has the tables, empty; ``sql_url`` is always an empty database) and an
+Every SQL backend gets a fresh database (the root conftest's URL fixtures; on SQLite and PostgreSQL a clone
+that already has the tables, empty; ``sql_url`` is always an empty database) and an
 injected clock, so tests move time instead of sleeping.
 """
 
@@ -17,8 +17,9 @@ from lunora_jobs.store import AgentStore, InMemoryStore, SqlStore
 BACKENDS = ["memory", "sqlite", "postgres", "mariadb"]
 SQL_BACKENDS = ["sqlite", "postgres", "mariadb"]
 _URL_FIXTURE = {"sqlite": "sqlite_url", "postgres": "pg_url", "mariadb": "mysql_url"}
-# The store fixture's PostgreSQL database is a clone with the tables already in it (see pg_tables_url).
-_STORE_URL_FIXTURE = {**_URL_FIXTURE, "postgres": "pg_tables_url"}
+# The store fixture's SQLite / PostgreSQL database is a clone with the tables already in it
+# (sqlite_tables_url, pg_tables_url).
+_STORE_URL_FIXTURE = {**_URL_FIXTURE, "sqlite": "sqlite_tables_url", "postgres": "pg_tables_url"}
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from lunora_jobs.store import AgentStore, InMemoryStore, SqlStore
 
 BACKENDS = ["memory", "sqlite", "postgres", "mariadb"]
-_URL_FIXTURE = {"sqlite": "sqlite_url", "postgres": "pg_tables_url", "mariadb": "mysql_url"}
+_URL_FIXTURE = {"sqlite": "sqlite_tables_url", "postgres": "pg_tables_url", "mariadb": "mysql_url"}
 
 
 class Clock:
