@@ -20,7 +20,7 @@ from lunora_jobs.api.auth.base import Authenticator
 from lunora_jobs.api.context import ApiContext
 from lunora_jobs.api.live.hub import LiveHub, LocalHub, RedisHub
 from lunora_jobs.api.problems import install_problem_handlers, problem_responses, publish_problem_media_type
-from lunora_jobs.api.routes import console, governance, proposals, runs, session, stream, threads
+from lunora_jobs.api.routes import console, governance, pricing, proposals, runs, session, stream, threads
 from lunora_jobs.api.security import CSRF_HEADER, Gatekeeper
 from lunora_jobs.engine.events import RedisEventBus
 from lunora_jobs.runtime import Lunora
@@ -82,7 +82,7 @@ def create_app(
             allow_methods=["GET", "POST", "PUT", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key", CSRF_HEADER],
         )
-    for module in (runs, threads, proposals, governance, stream, session, console):
+    for module in (runs, threads, proposals, governance, pricing, stream, session, console):
         api.include_router(module.router(ctx))
     api.state.lunora_context = ctx
 

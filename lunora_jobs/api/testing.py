@@ -7,6 +7,9 @@ Example::
 
     with serve_in_thread(create_app(app, authenticator)) as url:   # the embedded mode, one process
         httpx.get(f"{url}/healthz")
+
+    with serve_app(app, authenticator) as url:    # the same, creating the tables and closing the app
+        ...
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from lunora_jobs._child_process import LoggedChildProcess
+from lunora_jobs.api.app import create_app
+from lunora_jobs.api.auth.base import Authenticator
+from lunora_jobs.runtime import Lunora
 
 
 def free_port() -> int:
@@ -103,3 +109,15 @@ class ApiProcess(LoggedChildProcess):
 
     def __enter__(self) -> ApiProcess:
         return self.start() if self.proc is None else self
+
+
+@contextlib.contextmanager
+def serve_app(lunora: Lunora, authenticator: Authenticator, **api_options: Any) -> Iterator[str]:
+    """The embedded mode in one step: ``lunora``'s tables created, its API (``create_app`` with
+    ``api_options``) served on a thread; yields the base URL, then stops the server and closes the app."""
+    try:
+        lunora.store.ensure_tables()
+        with serve_in_thread(create_app(lunora, authenticator, **api_options)) as url:
+            yield url
+    finally:
+        lunora.close()

@@ -30,6 +30,18 @@ def query(**params: Any) -> dict[str, Any]:
     return {name: value for name, value in params.items() if value is not None}
 
 
+def price_path(model: str) -> str:
+    """``/pricing/<model>`` with the model percent-encoded (names may hold ``/`` or ``:``)."""
+    return f"/pricing/{quote(model, safe='')}"
+
+
+def price_body(input_per_mtok: float, output_per_mtok: float, cached_input_per_mtok: float | None,
+               effective_from: int | str | None) -> dict[str, Any]:
+    """The body of ``PUT /pricing/<model>``."""
+    return {"input": input_per_mtok, "cached_input": cached_input_per_mtok, "output": output_per_mtok,
+            "effective_from": effective_from}
+
+
 def run_path(run_id: str, tail: str = "") -> str:
     """``/runs/<id><tail>``."""
     return f"/runs/{quote(run_id, safe='')}{tail}"

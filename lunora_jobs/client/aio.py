@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from lunora_jobs.client import _protocol as p
+from lunora_jobs.client.errors import ApiNotFoundError
 from lunora_jobs.client.sse import SseParser
 from lunora_jobs.client.types import Message, PendingApproval, Run, StreamEvent
 
@@ -123,6 +124,25 @@ class AsyncClient:
         """Quota statuses (default: yours and your tenant's)."""
         params = p.query(actor=actor, tenant=tenant)
         return list(p.checked(await self._http.get("/governance/quota", params=params))["statuses"])
+
+    async def prices(self, model: str | None = None) -> list[dict[str, Any]]:
+        """Stored model prices (of ``model``), by model then start."""
+        return list(p.checked(await self._http.get("/pricing", params=p.query(model=model)))["prices"])
+
+    async def set_price(self, model: str, *, input_per_mtok: float, output_per_mtok: float,
+                        cached_input_per_mtok: float | None = None,
+                        effective_from: int | str | None = None) -> dict[str, Any]:
+        """Store ``model``'s price (operator only); returns the stored price."""
+        body = p.price_body(input_per_mtok, output_per_mtok, cached_input_per_mtok, effective_from)
+        return dict(p.checked(await self._http.put(p.price_path(model), json=body)))
+
+    async def delete_price(self, model: str, effective_from: int | str) -> bool:
+        """Remove ``model``'s price starting at ``effective_from`` (operator only); False if none did."""
+        try:
+            p.checked(await self._http.delete(p.price_path(model), params={"effective_from": effective_from}))
+        except ApiNotFoundError:
+            return False
+        return True
 
     async def subscribe(
         self, thread_key: str, *, last_event_id: int | None = None, max_retries: int | None = None,

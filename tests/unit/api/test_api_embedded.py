@@ -14,7 +14,7 @@ import pytest
 
 from lunora_jobs import Lunora, define_agent
 from lunora_jobs.api import BearerTokenAuthenticator, create_app
-from lunora_jobs.api.testing import serve_in_thread
+from lunora_jobs.api.testing import serve_app, serve_in_thread
 from lunora_jobs.client import AsyncClient, Client
 from lunora_jobs.models import ScriptedModel
 from lunora_jobs.testing import final_turn
@@ -25,13 +25,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Lunora]]:
     agent = define_agent(name="echo", instructions="Echo.", model="offline")
     app = Lunora(agents=[agent], database_url=f"sqlite:///{tmp_path}/api.db",
                  model=ScriptedModel([final_turn("first"), final_turn("second")]))
-    app.store.ensure_tables()
-    api = create_app(app, BearerTokenAuthenticator({"tok": "alice"}), heartbeat_s=0.5)
-    try:
-        with serve_in_thread(api) as url:
-            yield url, app
-    finally:
-        app.close()
+    with serve_app(app, BearerTokenAuthenticator({"tok": "alice"}), heartbeat_s=0.5) as url:
+        yield url, app
 
 
 def test_embedded_api_streams_from_the_in_process_bus(served: tuple[str, Lunora]) -> None:
