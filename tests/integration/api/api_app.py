@@ -127,7 +127,14 @@ def _streaming_model(settings: Any) -> Any:
 # Token-streaming tests only: a real OpenAI adapter against the test's OpenAI-wire server.
 streamer = define_agent(name="streamer", instructions="Answer at length.", model=_streaming_model,
                         step_timeout_s=20, max_turns=2)
-AGENTS = [support, streamer] if os.environ.get("API_STREAM_MODEL_URL") else [support]
+
+
+def _agents() -> list[Any]:
+    # Read when an app is built, not at import: the test process imports this module once per session,
+    # and an app built for a later token-streaming test must declare (and so sweep) its streamer.
+    return [support, streamer] if os.environ.get("API_STREAM_MODEL_URL") else [support]
+
+
 # Governance tests only: an independent-mode agent (a charge above 5000 becomes an action proposal)
 # and quotas, so the console shows proposals, usage and quota statuses.
 payer = define_agent(name="payer", instructions="Test agent.", model=ApiInputModel(), tools=[charge_card],
@@ -140,9 +147,10 @@ def build_app() -> Any:
     from lunora_jobs.runtime import Lunora
 
     if not os.environ.get("API_GOVERNANCE"):
-        return Lunora.from_env(agents=AGENTS, redis_prefix=os.environ["API_TEST_PREFIX"])
+        return Lunora.from_env(agents=_agents(), redis_prefix=os.environ["API_TEST_PREFIX"])
     quotas = [Quota("actor", tokens=1_000_000), Quota("tenant", tokens=5_000_000, window=3600)]
-    return Lunora.from_env(agents=[*AGENTS, payer], redis_prefix=os.environ["API_TEST_PREFIX"], quotas=quotas)
+    return Lunora.from_env(agents=[*_agents(), payer], redis_prefix=os.environ["API_TEST_PREFIX"],
+                           quotas=quotas)
 
 
 @cache
