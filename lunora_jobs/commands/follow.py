@@ -49,12 +49,14 @@ def follow(app: Lunora, run_id: str, thread_key: str, *, timeout: float, poll_s:
     after = _seq_before(app, run_id, thread.id)
     deadline = time.monotonic() + timeout
     while True:
+        # The status first, then the messages: a run's last messages are written with its final status
+        # (one statement), so a run read as ended has every message in the read that follows.
+        run = store.get_run(run_id)
+        status = "missing" if run is None else run.status
         for message in store.list_messages_after(thread.id, after, 200):
             after = message.seq
             for line in render(message):
                 typer.echo(line)
-        run = store.get_run(run_id)
-        status = "missing" if run is None else run.status
         if status in TERMINAL or status == "missing":
             return status
         if status == "awaiting_input":
