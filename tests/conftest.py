@@ -5,7 +5,7 @@ not own: each test gets its own databases (``lunora_t_<random>``, dropped at the
 ``pg_tables_url`` / ``sqlite_tables_url`` clone a per-session template that already has the tables),
 its own Redis key prefix and queue names on the shared Redis (``redis_url`` + ``redis_prefix``), and a
 test that needs a whole Redis (``FLUSHDB``, db-wide keys such as Celery's ``unacked``) uses ``private_redis``,
-a ``redis-server`` of the session's own. A missing service skips — or fails under ``CI=true``
+a ``redis-server`` of the test's own. A missing service skips — or fails under ``CI=true``
 (``suite_settings.service_unavailable``).
 """
 
@@ -149,13 +149,13 @@ def redis_prefix() -> str:
     return "lunora-t-" + uuid.uuid4().hex[:8]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def private_redis() -> Iterator[PrivateRedis]:
-    """A ``redis-server`` of this test session's own, on a free loopback port in a temporary folder.
+    """A ``redis-server`` of this test's own, on a free loopback port in a temporary folder.
 
-    For tests that flush a database or rely on db-wide keys: ``private_redis.url(db)`` is theirs to
-    wipe. Tests of one session run one after another, so each starts from what it finds; a test that
-    needs an empty db flushes it first. Started on first use, stopped when the session ends.
+    For tests that flush a database or rely on db-wide keys: the whole server is the test's alone
+    (no other test, suite or process uses it), so ``private_redis.url(db)`` is theirs to wipe. Started
+    for the test (~0.1 s), stopped after it.
     """
     try:
         server = PrivateRedis.start(settings.redis_server)

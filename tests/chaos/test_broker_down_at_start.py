@@ -2,7 +2,7 @@
 executes, once (issue 8, part 4: the transactional outbox of ``engine/outbox.py``).
 
 The broker is a ``redis-server`` of the test's own (``PrivateRedis``), stopped before the start and
-started again afterwards on the same port; the fleet's locks and tool counters stay on the session's
+started again afterwards on the same port; the fleet's locks and tool counters stay on the test's
 private Redis. The sweep's grace is set far beyond the test, so only the outbox can start the run: the
 sweep's quiet-run path (which would also find it, one grace period later) plays no part.
 """

@@ -1,6 +1,6 @@
 """Messages lost in the broker (FLUSHDB of its Redis db) delay a run; the sweep recovers it.
 
-The broker is a db of the session's private ``redis-server`` (``private_redis``), so the flush wipes
+The broker is a db of the test's private ``redis-server`` (``private_redis``), so the flush wipes
 nobody else's data.
 """
 

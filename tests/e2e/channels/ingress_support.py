@@ -2,7 +2,7 @@
 
 ``IngressProcess`` runs ``python -m lunora_jobs.cli ingress`` (uvicorn serving the webhook routes and
 the SMTP listener) in its own process group on free loopback ports and waits for ``/healthz``.
-``Deployment`` is one test's world: a fresh PostgreSQL database, a private queue on the session's
+``Deployment`` is one test's world: a fresh PostgreSQL database, a private queue on the test's
 private Redis, the stand-ins for Slack and Discord, an SMTP sink for email replies, and the
 environment every process loads ``channels_e2e_app:build_app`` with.
 """

@@ -1,6 +1,6 @@
 """The API under test for real: ``lunora api`` processes (uvicorn) + a Celery worker + PostgreSQL + Redis.
 
-Everything is namespaced: a fresh PostgreSQL database, and the session's private Redis (db 3: broker,
+Everything is namespaced: a fresh PostgreSQL database, and the test's private Redis (db 3: broker,
 run locks and live-update channels), with a queue and key prefix of the stack's own.
 """
 

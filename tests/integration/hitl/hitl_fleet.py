@@ -1,7 +1,7 @@
 """Real ``celery worker`` processes on a private Redis over a fresh PostgreSQL database.
 
 Reuses ``tests/worker_fleet.WorkerFleet``. The Redis db (broker, run lock, the test app's counters)
-is a db of the session's own ``redis-server`` (the ``private_redis`` fixture), so it is flushed when
+is a db of the test's own ``redis-server`` (the ``private_redis`` fixture), so it is flushed when
 a fleet starts (leftovers of an earlier test) and when it closes, and ``broker_backlog`` may count
 Celery's db-wide ``unacked`` hash.
 """

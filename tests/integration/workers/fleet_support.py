@@ -1,6 +1,6 @@
 """A small worker fleet for tests: real ``celery worker`` processes, a real broker, a real store.
 
-Each ``Fleet`` runs on the test session's private Redis (the ``private_redis`` fixture: a
+Each ``Fleet`` runs on the test's private Redis (the ``private_redis`` fixture: a
 ``redis-server`` of its own, so a test may flush the broker or read Celery's db-wide ``unacked``
 keys without touching anybody's data): db 1 is the broker, db 0 holds the tools' counters and the
 run/sweep locks under the fleet's key prefix. A fleet also owns a private queue and a fresh
