@@ -60,8 +60,23 @@ class RunInfo:
         return data
 
 
+_last: tuple[RunRecord, RunInfo] | None = None
+"""The last run decoded: a step asks for the same record's info several times (its hooks, its
+work, its retry policy), each decode building the ``RetryPolicy`` again."""
+
+
 def run_info(run: RunRecord) -> RunInfo:
     """Decode a run's stored input (tolerates a bare input written by other producers)."""
+    global _last
+    last = _last  # one read: another thread may replace it meanwhile
+    if last is not None and last[0] is run:
+        return last[1]
+    info = _decode(run)
+    _last = (run, info)
+    return info
+
+
+def _decode(run: RunRecord) -> RunInfo:
     data = run.input
     if isinstance(data, dict) and "thread_key" in data:
         key = str(data["thread_key"])

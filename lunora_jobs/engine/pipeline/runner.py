@@ -19,7 +19,8 @@ the fused store calls come from ``fused.py`` (any other store gets the plain cal
   one round trip more); completion (ONE statement: step, thread seq/totals, messages, usage, run; a
   final turn frees the thread in it and the store refuses it if the run was cancelled meanwhile)
   — and 2 Redis: one enqueue of the whole fan-out (none after a final turn), then the live notice.
-- tool: 2 PostgreSQL — run + latest turn memo (one joined read) + claim, ONE statement (claimed in
+- tool: 2 PostgreSQL — run + latest turn memo (one joined read; the claim's check finds that memo
+  by a primary-key probe) + claim, ONE statement (claimed in
   SQL only if that memo holds the call, ungated; else the plain claim after the checks, one round
   trip more); completion + fan-in read of the turn's ledger rows (pipelined) — and 1-2 Redis: the
   live notice, and from the last tool of a turn the next turn's enqueue before it.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -158,14 +158,21 @@ class SqlBase:
             return sqlite.insert(table)
         return mysql.insert(table)
 
-    def _insert_ignore(self, table: sa.Table, rows: Sequence[dict[str, Any]], keys: Iterable[str]) -> Any:
-        """One multi-row INSERT that skips rows colliding on the unique ``keys``."""
-        stmt = self._insert(table).values(list(rows))
+    def _insert_ignore(self, table: sa.Table, keys: Iterable[str]) -> Any:
+        """An INSERT that skips rows colliding on the unique ``keys``; execute it with the rows as
+        parameters (``conn.execute(stmt, rows)``): rows baked in with ``.values([...])`` would make a
+        statement SQLAlchemy cannot cache, compiled again on every call (~1 ms of Python each)."""
+        stmt = self._insert(table)
         keys = list(keys)
         if self.dialect == "mysql":
             # A no-op assignment: MySQL's INSERT IGNORE would also swallow FK and type errors.
             return stmt.on_duplicate_key_update({keys[0]: table.c[keys[0]]})
         return stmt.on_conflict_do_nothing(index_elements=keys)
+
+    def _inserts_returning(self) -> bool:
+        """Whether ``_insert_ignore(...).returning(...)`` returns nothing for a skipped row (ON
+        CONFLICT DO NOTHING: PostgreSQL, SQLite); MariaDB's no-op update would return the old row."""
+        return self.dialect != "mysql" and bool(self.engine.dialect.insert_returning)
 
     def _bump_thread(
         self,

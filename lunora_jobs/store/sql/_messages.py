@@ -43,7 +43,7 @@ class SqlMessagesMixin(SqlBase):
         thread_id, last = bumped
         if batch:
             rows = message_rows(thread_id, batch, last - len(batch) + 1, now)
-            conn.execute(self._insert_ignore(messages, rows, ["thread_id", "key"]))
+            conn.execute(self._insert_ignore(messages, ["thread_id", "key"]), rows)
         return thread_id
 
     def append_message(self, thread_id: str, message: NewMessage) -> MessageRecord:

@@ -19,7 +19,7 @@ class SqlRunQueueMixin(SqlBase):
     def enqueue_run(self, thread_id: str, run_id: str) -> None:
         """Append ``run_id`` to the thread's queue (idempotent: a run is queued at most once)."""
         row = {"thread_id": thread_id, "run_id": run_id, "created_at": self.clock()}
-        self._write(lambda conn: conn.execute(self._insert_ignore(run_queue, [row], ["run_id"])))
+        self._write(lambda conn: conn.execute(self._insert_ignore(run_queue, ["run_id"]), row))
 
     def queued_runs(self, thread_id: str, limit: int = 100) -> list[str]:
         """The thread's queued run ids in arrival order."""

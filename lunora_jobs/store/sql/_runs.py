@@ -98,16 +98,22 @@ class SqlRunsMixin(SqlMessagesMixin):
             "updated_at": now,
         }
 
-        def work(conn: Connection) -> None:
-            conn.execute(self._insert_ignore(runs, [row], ["id"]))
+        returning = self._inserts_returning()
+
+        def work(conn: Connection) -> RunRecord | None:
+            stmt = self._insert_ignore(runs, ["id"])
+            inserted = conn.execute(stmt.returning(*runs.c) if returning else stmt, row)
+            created = inserted.first() if returning else None
             if opening is not None:
                 self._open_in(conn, run, opening, now)
+            return None if created is None else run_record(created)
 
         try:
-            self._write(work)
+            found = self._write(work)
         except IntegrityError as exc:
             raise NotFoundError(f"no thread {run.thread_id!r} for run {run.id!r}") from exc
-        found = self.get_run(run.id)
+        if found is None:  # it existed already (or no RETURNING here): read what is stored
+            found = self.get_run(run.id)
         assert found is not None
         return found
 
@@ -121,10 +127,10 @@ class SqlRunsMixin(SqlMessagesMixin):
         if opening.outbox:
             rows = [{"run_id": e.run_id, "step": e.step, "kind": e.kind, "agent": e.agent, "created_at": now}
                     for e in opening.outbox]
-            conn.execute(self._insert_ignore(outbox, rows, ["run_id", "step"]))
+            conn.execute(self._insert_ignore(outbox, ["run_id", "step"]), rows)
         if opening.enqueue:
             queued = {"thread_id": run.thread_id, "run_id": run.id, "created_at": now}
-            conn.execute(self._insert_ignore(run_queue, [queued], ["run_id"]))
+            conn.execute(self._insert_ignore(run_queue, ["run_id"]), queued)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None."""

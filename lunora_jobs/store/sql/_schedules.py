@@ -47,7 +47,7 @@ class SqlSchedulesMixin(SqlBase):
             "status": "pending", "kind": kind, "attempts": 0, "claimed_by": None, "claimed_at": None,
             "created_at": self.clock(),
         }
-        self._write(lambda conn: conn.execute(self._insert_ignore(schedules, [row], ["id"])), autocommit=True)
+        self._write(lambda conn: conn.execute(self._insert_ignore(schedules, ["id"]), row), autocommit=True)
         found = self.get_schedule(sid)
         assert found is not None  # inserted or already there; schedules are never deleted
         return found

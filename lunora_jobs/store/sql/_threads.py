@@ -64,12 +64,22 @@ class SqlThreadsMixin(SqlBase):
                 "created_at": now,
                 "updated_at": now,
             }
-            self._write(lambda conn: conn.execute(self._insert_ignore(threads, [row], ["key"])))
-            found = self.get_thread(key)
+            found = self._write(lambda conn: self._insert_thread(conn, row), autocommit=True)
+            if found is None:  # created meanwhile by another start (or no RETURNING here)
+                found = self.get_thread(key)
             if found is None:  # pragma: no cover - only if deleted between the two statements
                 raise NotFoundError(f"thread {key!r} vanished while being created; retry")
         owner_conflict(found, owner)
         return found
+
+    def _insert_thread(self, conn: Connection, row: dict[str, Any]) -> ThreadRecord | None:
+        """Insert ``row`` unless its key exists; the new thread where the dialect returns it."""
+        stmt = self._insert_ignore(threads, ["key"])
+        if not self._inserts_returning():
+            conn.execute(stmt, row)
+            return None
+        created = conn.execute(stmt.returning(*threads.c), row).first()
+        return None if created is None else thread_record(created)
 
     def _thread_where(self, where: sa.ColumnElement[bool]) -> ThreadRecord | None:
         with self._read() as conn:
@@ -125,7 +135,7 @@ class SqlThreadsMixin(SqlBase):
             .where(threads.c.id == thread_id, free)
             .values(active_run_id=run_id, updated_at=self.clock())
         )
-        return bool(self._write(lambda conn: conn.execute(stmt).rowcount == 1))
+        return bool(self._write(lambda conn: conn.execute(stmt).rowcount == 1, autocommit=True))
 
     def release_thread(self, thread_id: str, run_id: str) -> bool:
         """Clear the active run if it is ``run_id``."""

@@ -35,6 +35,13 @@ MAX_PG_PER_STEP = {"turn": 2, "tool": 2}
 memo read + claim (ONE statement); completion + fan-in ledger read (pipelined). Reads run in autocommit;
 the pool's pre-ping polls the socket instead of the server."""
 
+MAX_PG_PER_START = 10
+"""``run()`` on a new thread: the thread read, its insert (RETURNING the row, autocommit), its run
+slot (one autocommit UPDATE), ONE transaction of six trips (BEGIN; the run's insert RETURNING the
+row; the thread's seqs and status; the user message; the outbox row; COMMIT), and the outbox row's
+delete once the broker took the dispatch. Was 16: every insert was compiled anew, the thread insert
+and the run slot were transactions of their own, and the thread and the run were read back."""
+
 MAX_REDIS_PER_STEP = 2
 """The enqueue of what follows (one LPUSH; a fan-out of several calls is one pipelined round trip),
 then the live-message notice of ``MessageNotices`` (one PUBLISH, after the enqueue); no run lock."""
@@ -85,9 +92,13 @@ def test_round_trips_per_step_stay_pinned(
     app = Lunora([weather_agent()], store=create_store(proxied_pg), dispatcher=dispatcher,
                  model=ScriptedModel(script * 5), functions={"weather:lookup": weather_stub}, events=events)
     counts: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    starts: list[int] = []
     try:
         for i in range(5):  # 3 runs warm the pool and psycopg's prepared statements (5th use of a query)
+            before_start = pg.count()
             handle = app.agents.support.run(input="Weather?", thread_key=f"t{i}")
+            if i >= 3:
+                starts.append(pg.count() - before_start)
             while dispatcher.pending:
                 task = dispatcher.pending.pop(0)
                 before = (pg.count(), rd.count())
@@ -101,7 +112,8 @@ def test_round_trips_per_step_stay_pinned(
         client = redis.Redis.from_url(redis_url)
         client.delete(queue, f"_kombu.binding.{queue}")
         client.close()
-    print("\nround trips per step (PostgreSQL, Redis):", dict(counts))
+    print("\nround trips per step (PostgreSQL, Redis):", dict(counts), "PostgreSQL per run() start:", starts)
+    assert max(starts) <= MAX_PG_PER_START, starts
     assert sorted(counts) == ["tool", "turn"]
     for kind, samples in counts.items():
         assert max(p for p, _ in samples) <= MAX_PG_PER_STEP[kind], (kind, samples)

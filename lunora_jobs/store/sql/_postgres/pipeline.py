@@ -6,6 +6,9 @@ inside its ``pipeline()``: every statement goes out, then one ``Sync``, then
 every result comes back. Up to the ``Sync`` the server runs them as one implicit transaction (in
 order, each statement with a fresh READ COMMITTED snapshot), so a read placed after a write sees it.
 
+A single statement skips pipeline mode (same one round trip, ~50 µs less Python: the pipeline's
+enter, sync and result bookkeeping).
+
 ``autocommit_pipeline`` takes the psycopg connection straight from the engine's pool (checkout with
 its pre-ping, autocommit switched on for the call and off again before the connection goes back):
 a SQLAlchemy ``Connection`` around it — its checkout, isolation-level switch and reset — cost
@@ -67,6 +70,10 @@ def _run(raw: Any, statements: Statements, dialect: Dialect, invalidate: Invalid
 
     sql, params = statements[0]
     try:
+        if len(statements) == 1:  # one statement: a plain execute, without the pipeline's own Python
+            cursor = raw.cursor(row_factory=dict_row)
+            cursor.execute(sql, params)
+            return [cursor.fetchall() if _has_rows(cursor) else []]
         cursors = []
         with raw.pipeline():
             for sql, params in statements:

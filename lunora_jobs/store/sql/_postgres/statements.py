@@ -52,10 +52,14 @@ TURN_CLAIM_SQL = (
 run: the run is not terminal, has completed ``turn`` turns, and belongs to one of ``agents`` (those
 whose lease and ``max_attempts`` the caller passed). No row back: the caller explains the plain way."""
 
+# The turn's row is fetched by a LATERAL subquery with LIMIT 1, which the planner neither flattens
+# nor pushes the JSON tests into: a (run_id, name) probe of the primary key, then the JSON tests on
+# that one row. Joined to the run instead, the planner probed by run_id alone and tested every ledger
+# row of the run (each row's result parsed as jsonb): a tool claim that grew with the run's length.
 _CLAIMABLE_CALL = (
-    "EXISTS (SELECT 1 FROM agent_runs r JOIN agent_steps t ON t.run_id = r.id"
-    " AND t.name = 'llm:turn:' || (r.turns - 1)::text WHERE r.id = %(run_id)s"
-    " AND r.status NOT IN ('completed', 'failed', 'cancelled') AND r.turns > 0"
+    "EXISTS (SELECT 1 FROM agent_runs r CROSS JOIN LATERAL (SELECT t.status, t.result FROM agent_steps t"
+    " WHERE t.run_id = r.id AND t.name = 'llm:turn:' || (r.turns - 1)::text LIMIT 1) t"
+    " WHERE r.id = %(run_id)s AND r.status NOT IN ('completed', 'failed', 'cancelled') AND r.turns > 0"
     " AND r.agent = ANY(%(agents)s::varchar[]) AND t.status = 'completed'"
     " AND (t.result::jsonb -> 'turn' -> 'tool_calls')"
     " @> jsonb_build_array(jsonb_build_object('id', %(call_id)s::text))"
