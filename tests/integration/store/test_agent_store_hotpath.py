@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -99,3 +100,51 @@ def test_claim_and_complete_round_trips_and_wall_time(pg_url: str) -> None:
     assert len(store.list_messages(thread.id)) == 20 + n
     store.close()
     relay.stop()
+
+
+def _steps_scans(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every node of ``plan`` that reads ``agent_steps``."""
+    found = [plan] if plan.get("Relation Name") == "agent_steps" else []
+    for child in plan.get("Plans", []):
+        found += _steps_scans(child)
+    return found
+
+
+def test_tool_claim_probes_its_turn_by_primary_key_in_a_generic_plan(pg_url: str) -> None:
+    """The tool claim's check finds the turn that made the call with a (run_id, name) probe, even in
+    the generic plan a prepared statement gets (no parameter values, no statistics on a fresh table):
+    a probe by run_id alone would parse the result of every ledger row of the run as jsonb."""
+    import psycopg
+
+    from lunora_jobs.store.sql._postgres.statements import _CLAIMABLE_CALL
+
+    store = SqlStore.from_url(pg_url)
+    thread = store.ensure_thread("t-plan", owner="alice")
+    store.create_run(NewRun(id="r-plan", thread_id=thread.id, agent="a", input=None, owner="alice"))
+    turns = 12
+    for i in range(turns):
+        name = f"llm:turn:{i}"
+        claim = store.claim_step("r-plan", name, owner="w1", lease_ms=60_000)
+        result = {"turn": {"tool_calls": [{"id": f"c{i}", "name": "noop", "arguments": {}}]}}
+        assert store.complete_step("r-plan", name, claim.step.generation, StepCompletion(result=result))
+    store.update_run("r-plan", turns=turns)
+    store.close()
+
+    check = (_CLAIMABLE_CALL.replace("%(run_id)s", "$1").replace("%(agents)s", "$2")
+             .replace("%(call_id)s", "$3"))
+    dsn = sa.engine.make_url(pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(f"PREPARE claimable(varchar, varchar[], text) AS SELECT {check} AS ok")
+        assert conn.execute("EXECUTE claimable('r-plan', '{a}', 'c11')").fetchone() == (True,)
+        # c3 is an older turn's call: only the latest turn's calls are claimable
+        assert conn.execute("EXECUTE claimable('r-plan', '{a}', 'c3')").fetchone() == (False,)
+        explained = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claimable('r-plan', '{a}', 'c11')")
+        row = explained.fetchone()
+    assert row is not None
+    scans = _steps_scans(row[0][0]["Plan"])
+    assert scans, row
+    for scan in scans:
+        cond = scan.get("Index Cond", "")
+        assert "run_id" in cond and "name" in cond, scan
+        assert scan.get("Rows Removed by Filter", 0) == 0, scan
