@@ -297,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         read_ms, commit_ms = server_floor(db_url)
     finally:
         client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT)
-        client.delete(queue, f"_kombu.binding.{queue}", *client.scan_iter(f"{prefix}:*"))
+        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}",
+                      *client.scan_iter(f"{prefix}:*"))
         client.close()
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -230,7 +230,7 @@ def main() -> None:
     finally:
         for process in processes:
             process.stop()
-        broker.delete(*queues, *(f"_kombu.binding.{q}" for q in queues))
+        broker.delete(*queues, *(f"_kombu.binding{kind}.{q}" for q in queues for kind in ("", "_permanent")))
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()

@@ -124,7 +124,7 @@ def test_migrations_beat_and_worker_run_unprivileged_from_a_read_only_directory(
         where = sandbox.run(["python", "-c", "import lunora_jobs; print(lunora_jobs.__file__)"], beat_tmp, {})
         assert where.startswith(str(sandbox.site)), where
     finally:
-        broker.delete(queue, f"_kombu.binding.{queue}")
+        broker.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
 
 
 def test_the_minilm_embedder_loads_unprivileged_from_a_read_only_directory(sandbox: ImageSandbox) -> None:

@@ -74,7 +74,8 @@ def prefix() -> Iterator[str]:
     name = "quiet-" + uuid.uuid4().hex[:8]
     yield name
     client = redis.Redis.from_url(BROKER)
-    client.delete(*[key for key in client.scan_iter(f"{name}*")], f"_kombu.binding.{name}-q")
+    client.delete(*[key for key in client.scan_iter(f"{name}*")], f"_kombu.binding.{name}-q",
+                 f"_kombu.binding_permanent.{name}-q")
 
 
 def _sweeps_run(app: Any, hostname: str) -> int:

@@ -49,7 +49,8 @@ def names() -> Iterator[dict[str, str]]:
     yield queues
     client = redis.Redis.from_url(BROKER)
     for queue in (queues["default"], queues["tools"]):
-        client.delete(*[key for key in client.scan_iter(f"{queue}*")], f"_kombu.binding.{queue}")
+        client.delete(*[key for key in client.scan_iter(f"{queue}*")], f"_kombu.binding.{queue}",
+                      f"_kombu.binding_permanent.{queue}")
 
 
 def _chart(names: dict[str, str]) -> list[dict[str, Any]]:

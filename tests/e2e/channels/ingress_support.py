@@ -165,7 +165,7 @@ class Deployment:
         self.slack.close()
         self.discord.close()
         broker = self.redis.client(1)
-        broker.delete(self.queue, f"_kombu.binding.{self.queue}")
+        broker.delete(self.queue, f"_kombu.binding.{self.queue}", f"_kombu.binding_permanent.{self.queue}")
         for tag, payload in broker.hscan_iter("unacked"):
             if self.queue.encode() in payload:
                 broker.hdel("unacked", tag)

@@ -110,7 +110,7 @@ def test_round_trips_per_step_stay_pinned(
     finally:
         app.close()
         client = redis.Redis.from_url(redis_url)
-        client.delete(queue, f"_kombu.binding.{queue}")
+        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
         client.close()
     print("\nround trips per step (PostgreSQL, Redis):", dict(counts), "PostgreSQL per run() start:", starts)
     assert max(starts) <= MAX_PG_PER_START, starts

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 
 from lunora_jobs.errors import ConfigurationError
 from lunora_jobs.runtime import load_app
@@ -96,6 +97,9 @@ def test_a_console_script_worker_runs_the_project_found_in_its_working_directory
     finally:
         worker.stop()
         app.close()
+        client = redis.Redis.from_url(redis_url)
+        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+        client.close()
 
 
 def test_a_module_not_in_the_working_directory_names_the_fix(in_project: Path) -> None:
