@@ -4,14 +4,15 @@ The Redis on 6379 is shared by every suite running on the machine at the same ti
 runs ``FLUSHDB``, reads db-wide keys (Celery's ``unacked`` hash) or otherwise owns more than its own
 key prefix starts this instead: ``redis-server`` on a free loopback port, with no persistence, in a
 temporary folder that ``stop()`` removes. The ``private_redis`` fixture (``tests/conftest.py``)
-starts one per test session, on first use.
+starts one per test. Every flush in the suite goes through ``flush_owned``, which refuses a server
+this process did not start: a harness handed the shared Redis's URL fails instead of wiping it.
 
 Example::
 
     server = PrivateRedis.start()
     try:
         broker = server.url(1)          # redis://127.0.0.1:<port>/1
-        redis.Redis.from_url(broker).flushdb()   # wipes nobody else's data
+        flush_owned(server.client(1))   # wipes nobody else's data
     finally:
         server.stop()
 """
@@ -27,6 +28,19 @@ from pathlib import Path
 
 import redis
 from ports import free_port
+
+_OWNED_PORTS: set[int] = set()
+"""Ports of the servers this process started and has not stopped."""
+
+
+def flush_owned(client: redis.Redis) -> None:
+    """``FLUSHDB`` on ``client``'s database, only if its server is a ``PrivateRedis`` of this process."""
+    kwargs = client.connection_pool.connection_kwargs
+    port = int(kwargs.get("port", 0))
+    if kwargs.get("host") not in ("127.0.0.1", "localhost") or port not in _OWNED_PORTS:
+        raise AssertionError(f"refusing FLUSHDB on {kwargs.get('host')}:{port}: not a private redis-server "
+                             "of this test process (use the private_redis fixture)")
+    client.flushdb()
 
 
 class RedisUnavailable(RuntimeError):
@@ -54,6 +68,7 @@ class PrivateRedis:
             log = root / "redis.log"
             server = cls(root, port, _spawn(path, port, root))
             if server._wait_ready(timeout):
+                _OWNED_PORTS.add(port)
                 return server
             last = log.read_text(errors="replace")[-2000:] if log.exists() else ""
             server._terminate()
@@ -83,6 +98,7 @@ class PrivateRedis:
 
     def stop(self) -> None:
         """Stop the server and remove its folder."""
+        _OWNED_PORTS.discard(self.port)
         self._terminate()
         shutil.rmtree(self.root, ignore_errors=True)
 

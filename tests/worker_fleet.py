@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from private_redis import flush_owned
 
 from workers.testing import BeatProcess, WorkerProcess
 
@@ -52,7 +53,7 @@ class WorkerFleet:
             monkeypatch.setenv(name, value)
         monkeypatch.syspath_prepend(str(here))
         self.redis = redis.Redis.from_url(redis_url, decode_responses=True)
-        self.redis.flushdb()
+        flush_owned(self.redis)
         self.app = importlib.import_module(app_module).build_app()
         self.app.store.ensure_tables()
         self.workers: list[WorkerProcess] = []
@@ -82,7 +83,7 @@ class WorkerFleet:
         """Stop every process, then drop everything on the fleet's (private) Redis db."""
         for worker in self.workers:
             worker.stop(timeout=5)
-        self.redis.flushdb()
+        flush_owned(self.redis)
 
     def logs(self) -> str:
         """The processes' output, for assertion messages."""

@@ -10,7 +10,7 @@ import time
 
 import pytest
 from fleet_support import Fleet, assert_clean_transcript
-from private_redis import PrivateRedis
+from private_redis import PrivateRedis, flush_owned
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -22,7 +22,7 @@ def test_lost_start_message_is_recovered_by_the_beat_driven_sweep(
     try:
         run_id = fleet.start_run("fanout")  # no worker yet: the first turn waits in the broker
         assert fleet.broker.llen(fleet.queue) == 1, (fleet.broker.keys("*"), fleet.explain(run_id))
-        fleet.broker.flushdb()  # ... and is lost
+        flush_owned(fleet.broker)  # ... and is lost
         fleet.start_worker(concurrency=2, loglevel="INFO")  # INFO: the log shows each sweep tick
         time.sleep(1.0)  # give a (wrongly) surviving message every chance to show up
         assert fleet.app.store.list_steps(run_id) == []  # nothing ran: the message is really gone
@@ -49,7 +49,7 @@ def test_flush_mid_run_loses_queued_tool_calls_and_the_sweep_recovers_them(
         run_id = fleet.start_run("lossy")
         assert fleet.wait_entered(1) == ["tool:block:l1"]
         assert fleet.broker.llen(fleet.queue) == 2
-        fleet.broker.flushdb()  # l2 and l3 are lost, and so is l1's unacked copy
+        flush_owned(fleet.broker)  # l2 and l3 are lost, and so is l1's unacked copy
         fleet.release()
 
         with fleet.sweeping(every=0.5) as tick:

@@ -57,7 +57,7 @@ from chaos_support import (
 )
 from fleet_support import TERMINAL, Fleet
 from pg_private import PrivatePostgres
-from private_redis import PrivateRedis
+from private_redis import PrivateRedis, flush_owned
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -245,7 +245,7 @@ def test_chaos_at_scale_every_run_finishes_exactly_once_and_recovers_within_15_s
             nonlocal beat
             began = time.monotonic()
             if name == "flush":
-                fleet.broker.flushdb()  # every queued message is lost
+                flush_owned(fleet.broker)  # every queued message is lost
             elif name == "database":
                 private_pg.restart("immediate")  # a crash: no checkpoint, WAL replayed on start
             else:

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import redis
+from private_redis import flush_owned
 
 from lunora_jobs.api.testing import ApiProcess
 from workers.testing import WorkerProcess
@@ -88,7 +89,7 @@ class ApiStack:
             api.stop()
         for worker in self.workers:
             worker.stop(timeout=5)
-        self.redis.flushdb()
+        flush_owned(self.redis)
 
     def logs(self) -> str:
         """Every process's output, for assertion messages."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from api_stack import REDIS_DB, ApiStack
-from private_redis import PrivateRedis
+from private_redis import PrivateRedis, flush_owned
 from suite_settings import require_module, service_unavailable
 
 CHROMIUM = "/usr/bin/chromium"
@@ -43,7 +43,7 @@ def stack_env() -> dict[str, str]:
 def stack(pg_url: str, private_redis: PrivateRedis, tmp_path: Path, monkeypatch: Any,
           stack_env: dict[str, str]) -> Iterator[ApiStack]:
     """An API stack over this test's own database; every process it started is stopped afterwards."""
-    private_redis.client(REDIS_DB).flushdb()
+    flush_owned(private_redis.client(REDIS_DB))
     stack = ApiStack(pg_url, private_redis.url(REDIS_DB), tmp_path, monkeypatch, **stack_env)
     try:
         yield stack
