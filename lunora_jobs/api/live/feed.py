@@ -6,12 +6,18 @@ the thread changed (``messages`` after a turn or tool step wrote, ``status``, ..
 of quiet, in case a notice was lost) it sends the messages after the last one sent.
 The subscription is confirmed BEFORE the first read, so a message committed after that read is
 announced by a notice the feed is sure to get: a reconnect misses nothing and repeats nothing.
+A status change is not in the transcript, so after that first read the feed also sends the current
+``status`` of the runs behind what the client holds or just received (the message at
+``last_event_id`` and the caught-up ones; the newest ``OPENING_RUNS``): a client that was away while
+its run ended learns it, instead of waiting for a notice that was sent while it was gone.
 
 Events (``FeedEvent.event``):
 
 - ``message`` (``id`` = the message ``seq``): a persisted message;
 - ``snapshot``: on connect — thread status, active run, synced state, pending approvals;
-- ``status``: a run's status changed (``run_id``, ``status``), followed by ``approvals``;
+- ``status``: a run's status changed (``run_id``, ``status``), followed by ``approvals``; on connect,
+  the current status of the runs behind the caught-up messages (never the same status twice in a row
+  for one run);
 - ``approvals``: the calls now waiting for a decision;
 - ``state``: the synced state changed;
 - ``delta``: transient model text while a turn runs (``run_id``, ``turn``, ``attempt``,
@@ -39,6 +45,7 @@ from lunora_jobs.runtime import Lunora
 from lunora_jobs.store.records import MessageRecord, ThreadRecord
 
 PAGE = 500
+OPENING_RUNS = 8
 CATCH_UP = frozenset({"status", "step", "messages", "resync"})
 DELTA_FIELDS = ("run_id", "turn", "attempt", "generation", "offset", "text")
 
@@ -67,12 +74,15 @@ class ThreadFeed:
         self._poll_s = poll_s
         self._answered: set[tuple[str, int]] = set()  # (run_id, turn) whose assistant message was sent
         self._generations: dict[tuple[str, int], int] = {}  # (run_id, turn) -> newest delta generation
+        self._statuses: dict[str, str] = {}  # run_id -> the status last sent
 
     async def events(self) -> AsyncIterator[FeedEvent]:
         """The feed."""
         async with self._hub.subscribe(self._thread.key) as sub:
             yield await self._snapshot()
-            for event in await self._catch_up():
+            resumed_at = self._cursor
+            caught_up = await self._catch_up()
+            for event in caught_up + await self._opening_statuses(resumed_at, caught_up):
                 yield event
             last_read = last_sent = time.monotonic()
             while True:
@@ -97,7 +107,12 @@ class ThreadFeed:
     async def _relay(self, notice: dict[str, Any]) -> list[FeedEvent]:
         kind = notice.get("type")
         if kind == "status":
-            return [FeedEvent("status", {"run_id": notice.get("run_id"), "status": notice.get("status")}),
+            run_id, status = notice.get("run_id"), notice.get("status")
+            if isinstance(run_id, str) and isinstance(status, str):
+                if self._statuses.get(run_id) == status:
+                    return []  # already sent on connect, read after this notice was published
+                self._statuses[run_id] = status
+            return [FeedEvent("status", {"run_id": run_id, "status": status}),
                     FeedEvent("approvals", {"pending": await self._run(self._approvals)})]
         if kind == "state":
             return [FeedEvent("state", {"state": notice.get("state")})]
@@ -139,6 +154,23 @@ class ThreadFeed:
                 out.append(FeedEvent("message", body, id=message.seq))
             if len(page) < PAGE:
                 return out
+
+    async def _opening_statuses(self, resumed_at: int, caught_up: list[FeedEvent]) -> list[FeedEvent]:
+        def read() -> list[FeedEvent]:
+            store = self._lunora.store
+            held = store.list_messages_after(self._thread.id, resumed_at - 1, 1) if resumed_at > 0 else []
+            runs = [m.run_id for m in held] + [e.data.get("run_id") for e in caught_up]
+            newest = list(dict.fromkeys(r for r in reversed(runs) if r))[:OPENING_RUNS]
+            out = []
+            for run_id in reversed(newest):
+                run = store.get_run(run_id)
+                if run is not None:
+                    self._statuses[run_id] = run.status
+                    out.append(FeedEvent("status", {"run_id": run_id, "status": run.status}))
+            return out
+
+        result: list[FeedEvent] = await self._run(read)
+        return result
 
     def _approvals(self) -> list[dict[str, Any]]:
         pending = self._lunora.approvals.pending(self._thread.key, viewer=self._viewer, trusted=self._trusted)

@@ -41,7 +41,9 @@ def test_embedded_api_streams_from_the_in_process_bus(served: tuple[str, Lunora]
             # Continue the thread from another thread while we are subscribed: the new messages and
             # the status arrive live from the in-process bus.
             threading.Thread(target=client.run, args=("echo", "again"), kwargs={"thread_key": "t-e"}).start()
-        if event.type == "status" and event.data["status"] == "completed":
+        # (the first run's status comes on connect)
+        new_run = event.type == "status" and event.data["run_id"] != first.id
+        if new_run and event.data["status"] == "completed":
             break
     messages = [e.data["content"] for e in seen if e.type == "message"]
     assert messages == ["hi", "first", "again", "second"]
