@@ -7,8 +7,10 @@ to a private, unconsumed queue; the published steps are then run here one by one
 turn but the last calls a no-op tool, so a run is ``2*turns - 1`` steps: turns and tools.
 
 1. **round trips**: PostgreSQL and Redis are reached through ``rtproxy.RoundTripProxy`` relays that
-   count request bursts on the wire (BEGIN, COMMIT, pool pings and pipelines included); SQL
-   statements are counted through SQLAlchemy events. Reported per step kind.
+   count request bursts on the wire (BEGIN, COMMIT, pool pings and pipelines included), and the
+   PostgreSQL relay counts the statements in them from the wire protocol (each ``Query`` and
+   ``Execute`` message: BEGIN and COMMIT count; the driver-level calls SQLAlchemy's events do not see
+   count too). Reported per step kind.
 2. **ms per step**: the same runs again on direct connections (no relay), median per step kind: wall
    time, and this process's CPU time (the engine's own cost; on a busy machine the wall time mostly
    measures the wait for a core).
@@ -179,23 +181,17 @@ def drive(app: Any, dispatcher: Any, runs: int, measure: Callable[[str, Callable
 
 def count_trips(db_url: str, queue: str, prefix: str, args: Any) -> dict[str, tuple[float, float, float]]:
     """Per step kind: mean (PostgreSQL round trips, Redis round trips, SQL statements)."""
-    pg = RoundTripProxy(PG_HOST, PG_PORT).start()
+    pg = RoundTripProxy(PG_HOST, PG_PORT, postgres=True).start()
     rd = RoundTripProxy(REDIS_HOST, REDIS_PORT).start()
     proxied_db = db_url.replace(f"{PG_HOST}:{PG_PORT}", f"{PG_HOST}:{pg.port}")
     app, dispatcher = build_app(proxied_db, f"redis://{REDIS_HOST}:{rd.port}/0", queue, prefix, args.turns,
                                 args.portable)
-    statements = [0]
-
-    def on_statement(*_: Any) -> None:
-        statements[0] += 1
-
-    sa.event.listen(app.store.engine, "before_cursor_execute", on_statement)
     samples: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
 
     def measure(kind: str, fn: Callable[[], Any]) -> None:
-        before = (pg.count(), rd.count(), statements[0])
+        before = (pg.count(), rd.count(), pg.count_statements())
         fn()
-        after = (pg.count(), rd.count(), statements[0])
+        after = (pg.count(), rd.count(), pg.count_statements())
         samples[kind].append(tuple(b - a for a, b in zip(before, after, strict=True)))  # type: ignore[arg-type]
 
     try:

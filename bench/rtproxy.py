@@ -14,6 +14,11 @@ Example::
     print(proxy.requests - before, "round trips")
     proxy.stop()
 
+With ``postgres=True`` it also reads the PostgreSQL frontend protocol on the client side and counts
+statements (``statements``): each simple ``Query`` and each extended-protocol ``Execute``, whatever
+the driver (psycopg's pipeline mode and its raw-connection calls included, which SQLAlchemy's events
+do not see).
+
 The relay adds latency, so time things without it; use it for counts only.
 """
 
@@ -21,8 +26,39 @@ from __future__ import annotations
 
 import selectors
 import socket
+import struct
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+_PRE_STARTUP = {80877102, 80877103, 80877104}  # CancelRequest, SSLRequest, GSSENCRequest codes
+_STATEMENT_MESSAGES = {ord("Q"), ord("E")}  # Query (simple protocol), Execute (extended protocol)
+
+
+@dataclass
+class _PgFrontend:
+    """Splits the client's byte stream into PostgreSQL frontend messages and counts the statements."""
+
+    started: bool = False
+    buffer: bytearray = field(default_factory=bytearray)
+
+    def feed(self, data: bytes) -> int:
+        """Statements completed by ``data``."""
+        self.buffer += data
+        statements = 0
+        while len(self.buffer) >= 8:
+            if not self.started:  # untyped: SSL/GSS requests, then the startup packet
+                length, code = struct.unpack("!ii", self.buffer[:8])
+                typed = False
+            else:
+                length, typed = struct.unpack("!i", self.buffer[1:5])[0] + 1, True  # + the type byte
+            if len(self.buffer) < length:
+                break
+            if typed:
+                statements += self.buffer[0] in _STATEMENT_MESSAGES
+            else:
+                self.started = code not in _PRE_STARTUP
+            del self.buffer[:length]
+        return statements
 
 
 @dataclass
@@ -30,14 +66,17 @@ class _Pair:
     client: socket.socket
     server: socket.socket
     last_from_client: bool = False
+    frontend: _PgFrontend | None = None
 
 
 class RoundTripProxy:
     """A one-thread TCP relay to ``host:port`` that counts request bursts (see the module doc)."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, *, postgres: bool = False) -> None:
         self.upstream = (host, port)
+        self.postgres = postgres
         self.requests = 0
+        self.statements = 0
         self._lock = threading.Lock()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.setblocking(False)
@@ -65,12 +104,17 @@ class RoundTripProxy:
         with self._lock:
             return self.requests
 
+    def count_statements(self) -> int:
+        """PostgreSQL statements so far (``postgres=True``; thread-safe read)."""
+        with self._lock:
+            return self.statements
+
     def _accept(self) -> None:
         client, _ = self._listener.accept()
         server = socket.create_connection(self.upstream)
         for sock in (client, server):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        pair = _Pair(client, server)
+        pair = _Pair(client, server, frontend=_PgFrontend() if self.postgres else None)
         self._selector.register(client, selectors.EVENT_READ, pair)
         self._selector.register(server, selectors.EVENT_READ, pair)
 
@@ -94,9 +138,12 @@ class RoundTripProxy:
             self._close(pair)
             return
         from_client = sock is pair.client
-        if from_client and not pair.last_from_client:
+        statements = pair.frontend.feed(data) if from_client and pair.frontend is not None else 0
+        burst = from_client and not pair.last_from_client
+        if burst or statements:
             with self._lock:
-                self.requests += 1
+                self.requests += burst
+                self.statements += statements
         pair.last_from_client = from_client
         try:
             (pair.server if from_client else pair.client).sendall(data)
