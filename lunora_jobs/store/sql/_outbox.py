@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from lunora_jobs.store.records import OutboxEntry
 from lunora_jobs.store.schema import outbox
 from lunora_jobs.store.sql._base import SqlBase
+from lunora_jobs.store.sql._postgres.statements import CLEAR_OUTBOX_SQL
 
 
 class SqlOutboxMixin(SqlBase):
@@ -36,5 +37,8 @@ class SqlOutboxMixin(SqlBase):
         """Delete the outbox rows ``keys`` = (run_id, step) pairs (sent); how many were there."""
         if not keys:
             return 0
+        if self.dialect == "postgresql":  # on every start: SQL text, without a SQLAlchemy Connection
+            params = {"run_ids": [run_id for run_id, _ in keys], "steps": [step for _, step in keys]}
+            return len(self._pipeline([(CLEAR_OUTBOX_SQL, params)])[0])
         stmt = sa.delete(outbox).where(sa.tuple_(outbox.c.run_id, outbox.c.step).in_(list(keys)))
         return int(self._write(lambda conn: conn.execute(stmt).rowcount, autocommit=True))

@@ -20,6 +20,8 @@ from lunora_jobs.store._codec import RUN_ADD, RUN_JSON, RUN_SET, check_identity,
 from lunora_jobs.store.records import NewRun, RunOpening, RunRecord, StepRecord
 from lunora_jobs.store.schema import outbox, run_queue, runs, steps, threads
 from lunora_jobs.store.sql._messages import SqlMessagesMixin
+from lunora_jobs.store.sql._postgres.opening import opening_sql
+from lunora_jobs.store.sql._postgres.pipeline import Record
 from lunora_jobs.store.sql._rows import run_record, step_record
 
 
@@ -74,7 +76,8 @@ class SqlRunsMixin(SqlMessagesMixin):
 
     def create_run(self, run: NewRun, opening: RunOpening | None = None) -> RunRecord:
         """Insert a run; idempotent on ``run.id`` (returns the existing one). ``opening``: what starts
-        with it, in the same transaction (see ``RunOpening``)."""
+        with it, in the same transaction (see ``RunOpening``). On PostgreSQL, one statement
+        (``_postgres.opening``)."""
         check_identity("run id", run.id)
         check_identity("owner", run.owner)
         check_identity("tenant", run.tenant)
@@ -98,6 +101,15 @@ class SqlRunsMixin(SqlMessagesMixin):
             "updated_at": now,
         }
 
+        if self.dialect == "postgresql":  # the run and its opening in one statement: one round trip
+            sql, params = opening_sql(row, opening or RunOpening(), now)
+            try:
+                created = self._pipeline([(sql, params)])[0]
+            except IntegrityError as exc:
+                raise NotFoundError(f"no thread {run.thread_id!r} for run {run.id!r}") from exc
+            found = run_record(Record(created[0])) if created else self.get_run(run.id)
+            assert found is not None
+            return found
         returning = self._inserts_returning()
 
         def work(conn: Connection) -> RunRecord | None:

@@ -21,6 +21,8 @@ from lunora_jobs.store._rules import owner_conflict
 from lunora_jobs.store.records import JSON, ThreadRecord
 from lunora_jobs.store.schema import threads
 from lunora_jobs.store.sql._base import SqlBase
+from lunora_jobs.store.sql._postgres.pipeline import Record
+from lunora_jobs.store.sql._postgres.statements import ACQUIRE_THREAD_SQL, ENSURE_THREAD_SQL
 from lunora_jobs.store.sql._rows import thread_record
 
 
@@ -45,30 +47,34 @@ class SqlThreadsMixin(SqlBase):
         check_identity("owner", owner)
         check_identity("agent", agent)
         check_identity("model", model)
-        found = self.get_thread(key)
-        if found is None:
-            now = self.clock()
-            row = {
-                "id": new_id(),
-                "key": key,
-                "owner": owner,
-                "title": title,
-                "status": "idle",
-                "state": dump(initial_state),
-                "model": model,
-                "agent": agent,
-                "active_run_id": None,
-                "input_tokens": 0,
-                "output_tokens": 0,
-                "next_seq": 0,
-                "created_at": now,
-                "updated_at": now,
-            }
-            found = self._write(lambda conn: self._insert_thread(conn, row), autocommit=True)
-            if found is None:  # created meanwhile by another start (or no RETURNING here)
-                found = self.get_thread(key)
-            if found is None:  # pragma: no cover - only if deleted between the two statements
-                raise NotFoundError(f"thread {key!r} vanished while being created; retry")
+        now = self.clock()
+        row = {
+            "id": new_id(),
+            "key": key,
+            "owner": owner,
+            "title": title,
+            "status": "idle",
+            "state": dump(initial_state),
+            "model": model,
+            "agent": agent,
+            "active_run_id": None,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "next_seq": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        if self.dialect == "postgresql":  # get-or-create in one statement
+            created = self._pipeline([(ENSURE_THREAD_SQL, row)])[0]
+            found = thread_record(Record(created[0])) if created else None
+        else:
+            found = self.get_thread(key)
+            if found is None:
+                found = self._write(lambda conn: self._insert_thread(conn, row), autocommit=True)
+        if found is None:  # created meanwhile by another start (or no RETURNING here)
+            found = self.get_thread(key)
+        if found is None:  # pragma: no cover - only if deleted between the two statements
+            raise NotFoundError(f"thread {key!r} vanished while being created; retry")
         owner_conflict(found, owner)
         return found
 
@@ -129,6 +135,9 @@ class SqlThreadsMixin(SqlBase):
 
     def acquire_thread(self, thread_id: str, run_id: str) -> bool:
         """Make ``run_id`` the thread's active run if none is (or it already is). Race-free."""
+        if self.dialect == "postgresql":  # on every start: SQL text, without a SQLAlchemy Connection
+            params = {"run_id": run_id, "now": self.clock(), "thread_id": thread_id}
+            return bool(self._pipeline([(ACQUIRE_THREAD_SQL, params)])[0])
         free = sa.or_(threads.c.active_run_id.is_(None), threads.c.active_run_id == run_id)
         stmt = (
             sa.update(threads)

@@ -35,12 +35,12 @@ MAX_PG_PER_STEP = {"turn": 2, "tool": 2}
 memo read + claim (ONE statement); completion + fan-in ledger read (pipelined). Reads run in autocommit;
 the pool's pre-ping polls the socket instead of the server."""
 
-MAX_PG_PER_START = 10
-"""``run()`` on a new thread: the thread read, its insert (RETURNING the row, autocommit), its run
-slot (one autocommit UPDATE), ONE transaction of six trips (BEGIN; the run's insert RETURNING the
-row; the thread's seqs and status; the user message; the outbox row; COMMIT), and the outbox row's
-delete once the broker took the dispatch. Was 16: every insert was compiled anew, the thread insert
-and the run slot were transactions of their own, and the thread and the run were read back."""
+MAX_PG_PER_START = 4
+"""``run()`` on a new thread: the thread's get-or-create (ONE statement), its run slot (one
+autocommit UPDATE), the run with its user message, the thread's seqs and status and the outbox row
+(ONE statement of data-modifying CTEs), and the outbox row's delete once the broker took the
+dispatch. Was 16, then 10: a read before the thread's insert, and the run's start a transaction of
+six trips (BEGIN, four writes, COMMIT)."""
 
 MAX_REDIS_PER_STEP = 2
 """The enqueue of what follows (one LPUSH; a fan-out of several calls is one pipelined round trip),

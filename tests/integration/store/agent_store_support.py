@@ -44,6 +44,37 @@ def fail_on(store: AgentStore, prefix: str) -> Iterator[None]:
         sa.event.remove(store.engine, "before_cursor_execute", boom)
 
 
+@contextmanager
+def fail_in_statement(store: AgentStore, prefix: str) -> Iterator[type[BaseException]]:
+    """Make the write ``prefix`` names (``"INSERT INTO AGENT_OUTBOX"``, ``"UPDATE AGENT_RUNS"``) fail;
+    yields the exception type to expect.
+
+    On PostgreSQL the store's multi-write operations (a completion, a run's start) are ONE statement
+    of data-modifying CTEs, so the failure is raised inside the database, by a trigger on that
+    table, after the statement's other writes ran. Elsewhere the statement fails on its way out.
+    """
+    if not (isinstance(store, SqlStore) and store.dialect == "postgresql"):
+        with fail_on(store, prefix):
+            yield Injected
+        return
+    operation, table = prefix.split()[0], prefix.split()[-1].lower()
+    ddl = [
+        "CREATE FUNCTION lunora_test_boom() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected'; "
+        "END $$ LANGUAGE plpgsql",
+        f"CREATE TRIGGER lunora_test_boom BEFORE {operation} ON {table} FOR EACH ROW "
+        "EXECUTE FUNCTION lunora_test_boom()",
+    ]
+    with store.engine.begin() as conn:
+        for statement in ddl:
+            conn.execute(sa.text(statement))
+    try:
+        yield sa.exc.DBAPIError
+    finally:
+        with store.engine.begin() as conn:
+            conn.execute(sa.text(f"DROP TRIGGER lunora_test_boom ON {table}"))
+            conn.execute(sa.text("DROP FUNCTION lunora_test_boom()"))
+
+
 def append_worker(url: str, thread_id: str, worker: int, rounds: int, barrier: Any) -> None:
     """Append a mix of shared keys (every worker writes them) and private keys, one per call."""
     from lunora_jobs.store import NewMessage, SqlStore

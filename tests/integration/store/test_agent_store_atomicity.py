@@ -3,44 +3,12 @@ no trace. A statement is made to fail inside the transaction on the real databas
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
-import sqlalchemy as sa
-from agent_store_support import Injected, fail_on
+from agent_store_support import Injected, fail_in_statement, fail_on
 
-from lunora_jobs.store import AgentStore, NewMessage, NewRun, SqlStore, StepCompletion, UsageEntry
+from lunora_jobs.store import AgentStore, NewMessage, NewRun, StepCompletion, UsageEntry
 
 pytestmark = pytest.mark.integration
-
-
-@contextmanager
-def fail_run_update(store: AgentStore) -> Iterator[type[BaseException]]:
-    """Make the run's UPDATE fail mid-completion; yields the exception type to expect.
-
-    On PostgreSQL the completion is one statement (data-modifying CTEs), so the failure is raised
-    inside the database, by a trigger, after the step, thread, message and usage writes ran.
-    """
-    if not (isinstance(store, SqlStore) and store.dialect == "postgresql"):
-        with fail_on(store, "UPDATE AGENT_RUNS"):
-            yield Injected
-        return
-    ddl = [
-        "CREATE FUNCTION lunora_test_boom() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected'; "
-        "END $$ LANGUAGE plpgsql",
-        "CREATE TRIGGER lunora_test_boom BEFORE UPDATE ON agent_runs FOR EACH ROW "
-        "EXECUTE FUNCTION lunora_test_boom()",
-    ]
-    with store.engine.begin() as conn:
-        for statement in ddl:
-            conn.execute(sa.text(statement))
-    try:
-        yield sa.exc.DBAPIError
-    finally:
-        with store.engine.begin() as conn:
-            conn.execute(sa.text("DROP TRIGGER lunora_test_boom ON agent_runs"))
-            conn.execute(sa.text("DROP FUNCTION lunora_test_boom()"))
 
 
 def seeded(store: AgentStore) -> tuple[str, list[str]]:
@@ -87,7 +55,7 @@ def test_complete_step_is_all_or_nothing(store: AgentStore) -> None:
         usage=UsageEntry(actor="alice", model="m", input_tokens=5),
         run_patch={"add_turns": 1},
     )
-    with fail_run_update(store) as expected, pytest.raises(expected):
+    with fail_in_statement(store, "UPDATE AGENT_RUNS") as expected, pytest.raises(expected):
         store.complete_step("r", "llm:turn:1", claim.step.generation, completion)
     step = store.get_step("r", "llm:turn:1")
     assert step is not None and step.status == "running"

@@ -7,8 +7,9 @@ Agent declarations (``declare_agents``) tell the sweep which runs no live worker
 from __future__ import annotations
 
 import pytest
-from agent_store_support import FakeClock, Injected, fail_on
+from agent_store_support import FakeClock, fail_in_statement
 
+from lunora_jobs.errors import NotFoundError
 from lunora_jobs.store import AgentStore, NewMessage, NewRun, OutboxEntry, RunOpening
 
 pytestmark = pytest.mark.integration
@@ -36,10 +37,16 @@ def test_a_start_writes_run_message_status_and_outbox_together(store: AgentStore
         ("r1", "llm:turn:0", "turn", "a"), ("r1", "memory:read", "memory", "a")}
     assert all(e.created_at == run.created_at for e in due)
 
-    # Idempotent: the same start again adds nothing.
-    store.create_run(NewRun("r1", thread.id, "a", {"input": "hi"}), _opening("r1"))
+    # Idempotent: the same start again adds nothing and returns the stored run.
+    clock.advance(1_000)
+    again = store.create_run(NewRun("r1", thread.id, "a", {"input": "other"}), _opening("r1"))
+    assert (again.id, again.input, again.created_at) == ("r1", {"input": "hi"}, run.created_at)
     assert len(store.list_messages(thread.id)) == 1
     assert len(store.due_outbox(clock.now, agents=["a"], limit=10)) == 2
+
+    with pytest.raises(NotFoundError):  # no such thread: nothing written
+        store.create_run(NewRun("r2", "no-such-thread", "a", {}), _opening("r2"))
+    assert store.get_run("r2") is None
 
 
 def test_due_outbox_is_per_agent_oldest_first_and_cleared_once_sent(
@@ -82,7 +89,7 @@ def test_a_start_that_fails_half_way_records_nothing(
     store: AgentStore, clock: FakeClock, failing: str,
 ) -> None:
     thread = store.ensure_thread("t1")
-    with fail_on(store, failing), pytest.raises(Injected):
+    with fail_in_statement(store, failing) as expected, pytest.raises(expected):
         store.create_run(NewRun("r1", thread.id, "a", {}), _opening("r1"))
 
     assert store.get_run("r1") is None

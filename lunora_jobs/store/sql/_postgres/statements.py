@@ -17,6 +17,31 @@ LEDGER_NAMES_SQL = (
 )
 """The rows of ``list_steps`` named ``names`` (one index probe each on ``(run_id, name)``)."""
 
+_THREAD_COLUMNS = (
+    "id", "key", "owner", "title", "status", "state", "model", "agent", "active_run_id", "input_tokens",
+    "output_tokens", "next_seq", "created_at", "updated_at",
+)
+ENSURE_THREAD_SQL = (
+    f"WITH ins AS (INSERT INTO agent_threads ({', '.join(_THREAD_COLUMNS)})"
+    f" VALUES ({', '.join(f'%({c})s' for c in _THREAD_COLUMNS)}) ON CONFLICT (key) DO NOTHING RETURNING *)"
+    " SELECT * FROM ins UNION ALL"
+    " SELECT * FROM agent_threads WHERE key = %(key)s AND NOT EXISTS (SELECT 1 FROM ins)"
+)
+"""``ensure_thread``'s get-or-create in one round trip: the new thread, or the stored one. No row when
+a concurrent start created it after this statement's snapshot (the caller reads it then)."""
+
+ACQUIRE_THREAD_SQL = (
+    "UPDATE agent_threads SET active_run_id = %(run_id)s, updated_at = %(now)s WHERE id = %(thread_id)s"
+    " AND (active_run_id IS NULL OR active_run_id = %(run_id)s) RETURNING 1"
+)
+"""``acquire_thread``'s compare-and-set of the active-run slot: a row back means taken."""
+
+CLEAR_OUTBOX_SQL = (
+    "DELETE FROM agent_outbox WHERE (run_id, step) IN"
+    " (SELECT * FROM unnest(%(run_ids)s::varchar[], %(steps)s::varchar[])) RETURNING 1"
+)
+"""``clear_outbox``: the rows named by the (run_id, step) pairs; one row back per row deleted."""
+
 HISTORY_SQL = "SELECT * FROM agent_messages WHERE thread_id = %(thread_id)s ORDER BY seq"
 """``load_thread_for_turn(thread_id)`` (every message, oldest first) as SQL text."""
 
