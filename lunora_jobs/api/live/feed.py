@@ -16,8 +16,8 @@ Events (``FeedEvent.event``):
 - ``message`` (``id`` = the message ``seq``): a persisted message;
 - ``snapshot``: on connect — thread status, active run, synced state, pending approvals;
 - ``status``: a run's status changed (``run_id``, ``status``), followed by ``approvals``; on connect,
-  the current status of the runs behind the caught-up messages (never the same status twice in a row
-  for one run);
+  the current status of the runs behind the caught-up messages, then ``approvals`` (never the same
+  status twice in a row for one run; its ``approvals`` still follows);
 - ``approvals``: the calls now waiting for a decision;
 - ``state``: the synced state changed;
 - ``delta``: transient model text while a turn runs (``run_id``, ``turn``, ``attempt``,
@@ -108,12 +108,13 @@ class ThreadFeed:
         kind = notice.get("type")
         if kind == "status":
             run_id, status = notice.get("run_id"), notice.get("status")
+            out = [FeedEvent("status", {"run_id": run_id, "status": status})]
             if isinstance(run_id, str) and isinstance(status, str):
                 if self._statuses.get(run_id) == status:
-                    return []  # already sent on connect, read after this notice was published
+                    out = []  # already sent on connect, read after this notice was published
                 self._statuses[run_id] = status
-            return [FeedEvent("status", {"run_id": run_id, "status": status}),
-                    FeedEvent("approvals", {"pending": await self._run(self._approvals)})]
+            # The approvals are read again either way: the change may have added or settled one.
+            return [*out, FeedEvent("approvals", {"pending": await self._run(self._approvals)})]
         if kind == "state":
             return [FeedEvent("state", {"state": notice.get("state")})]
         if kind == "delta":
@@ -167,7 +168,8 @@ class ThreadFeed:
                 if run is not None:
                     self._statuses[run_id] = run.status
                     out.append(FeedEvent("status", {"run_id": run_id, "status": run.status}))
-            return out
+            # Read after the statuses: the snapshot's list may predate a decision they reflect.
+            return [*out, FeedEvent("approvals", {"pending": self._approvals()})] if out else out
 
         result: list[FeedEvent] = await self._run(read)
         return result

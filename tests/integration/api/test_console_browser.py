@@ -49,8 +49,11 @@ def test_console_watch_approve_and_timeline(stack: ApiStack, browser: Any, tmp_p
     assert names[0] == "llm:turn:0" and names[-1] == "llm:turn:1"
     assert set(names) == {"llm:turn:0", "approval:charge-9000", "tool:charge_card:charge-9000", "llm:turn:1"}
     assert all(s.get_attribute("data-status") == "completed" for s in steps.all())
-    bars = page.get_by_test_id("step-bar").all()
-    assert len(bars) == 4 and all(b.bounding_box()["width"] > 0 for b in bars)
+    # Measured in one evaluation: the timeline re-renders on each stream event, and a locator's
+    # bounding_box() of a bar replaced between its lookup and its measure is None.
+    widths = page.eval_on_selector_all("[data-testid=step-bar]",
+                                       "bars => bars.map((bar) => bar.getBoundingClientRect().width)")
+    assert len(widths) == 4 and all(width > 0 for width in widths), widths
     assert "approved by alice" in page.get_by_test_id("timeline").inner_text()
     row = page.get_by_test_id("run-row").filter(has_text="t-ui")
     row.get_by_test_id("run-row-status").filter(has_text="completed").wait_for()

@@ -94,7 +94,8 @@ def test_a_client_holding_the_last_message_still_gets_the_status_it_missed(
     assert all(e.data["run_id"] != first.id for e in seen if e.type == "status")  # behind the cursor
 
 
-def test_a_status_sent_on_connect_is_not_repeated_by_its_notice(served: tuple[str, Lunora]) -> None:
+def test_a_status_sent_on_connect_is_not_repeated_by_its_notice_but_its_approvals_are(
+        served: tuple[str, Lunora]) -> None:
     url, app = served
     client = Client(url, token="tok")
     run = client.run("talker", "hello", thread_key="t-d")
@@ -112,3 +113,6 @@ def test_a_status_sent_on_connect_is_not_repeated_by_its_notice(served: tuple[st
             break
     statuses = [(e.data["run_id"], e.data["status"]) for e in seen if e.type == "status"]
     assert statuses == [(run.id, "completed"), (run.id, "running"), ("r-next", "completed")]
+    # The approvals are read again after each notice, the repeated one too: a status the feed read
+    # on connect may be newer than its snapshot's approvals, and the notice is when they are re-read.
+    assert [e.type for e in seen[3:]] == ["status", "approvals", "approvals", "status", "approvals", "status"]
