@@ -210,7 +210,12 @@ class ImageSandbox:
         )
 
     def close(self) -> None:
-        """Stop every background process (SIGTERM, then SIGKILL) and remove the sandbox."""
+        """Stop every background process and remove the sandbox."""
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def stop(self) -> None:
+        """Stop every background process (SIGTERM, then SIGKILL); their logs stay readable."""
         for proc, log, _ in self.procs:
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -222,7 +227,6 @@ class ImageSandbox:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
             log.close()
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def wait_for(

@@ -124,6 +124,7 @@ def test_migrations_beat_and_worker_run_unprivileged_from_a_read_only_directory(
         where = sandbox.run(["python", "-c", "import lunora_jobs; print(lunora_jobs.__file__)"], beat_tmp, {})
         assert where.startswith(str(sandbox.site)), where
     finally:
+        sandbox.stop()  # first: beat would keep queueing its ticks on the queue removed below
         broker.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
 
 

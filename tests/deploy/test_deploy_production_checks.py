@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from image_support import wait_for
 
 from lunora_jobs.agent import define_agent
@@ -69,9 +72,12 @@ def test_a_broker_without_a_database_is_an_error() -> None:
         check_production_settings(_app(ScriptedModel([])), Settings(broker_url="redis://redis:6379/0"))
 
 
-def _worker(pg_url: str, **env: str) -> WorkerProcess:
+@contextmanager
+def _worker(pg_url: str, **env: str) -> Iterator[WorkerProcess]:
+    """A worker on a queue of its own; stopped, and its queue's keys removed, afterwards."""
     prefix = "preflight-" + uuid.uuid4().hex[:8]
-    return WorkerProcess(prefix + "-q", {
+    queue = prefix + "-q"
+    worker = WorkerProcess(queue, {
         "CELERY_BROKER_URL": f"{REDIS_BASE}/14",
         "LUNORA_DATABASE_URL": pg_url,
         "LUNORA_APP": "deploy_app:app",
@@ -82,13 +88,19 @@ def _worker(pg_url: str, **env: str) -> WorkerProcess:
         "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")]),
         **env,
     }, concurrency=1, loglevel="INFO")
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        broker = redis.Redis.from_url(f"{REDIS_BASE}/14")
+        broker.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+        broker.close()
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_worker_without_a_model_key_refuses_to_start_with_one_line(pg_url: str) -> None:
-    worker = _worker(pg_url)
-    try:
+    with _worker(pg_url) as worker:
         with pytest.raises(RuntimeError, match="worker exited with"):
             worker.start(timeout=90)
         assert worker.proc is not None and worker.proc.returncode == EX_CONFIG, worker.log()
@@ -96,33 +108,26 @@ def test_a_worker_without_a_model_key_refuses_to_start_with_one_line(pg_url: str
         assert len(lines) == 1, worker.log()
         assert "assistant (model 'auto') would run the deterministic offline model" in lines[0]
         assert "LUNORA_ALLOW_OFFLINE_MODEL=true" in lines[0]
-    finally:
-        worker.stop()
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_worker_whose_app_cannot_be_imported_exits_non_zero_at_startup(pg_url: str) -> None:
-    worker = _worker(pg_url, LUNORA_APP="no_such_module_anywhere:app", LUNORA_ALLOW_OFFLINE_MODEL="true")
-    try:
+    unloadable = {"LUNORA_APP": "no_such_module_anywhere:app", "LUNORA_ALLOW_OFFLINE_MODEL": "true"}
+    with _worker(pg_url, **unloadable) as worker:
         with pytest.raises(RuntimeError, match="worker exited with"):
             worker.start(timeout=90)
         assert worker.proc is not None and worker.proc.returncode == EX_CONFIG, worker.log()
         lines = [line for line in worker.log().splitlines() if "CRITICAL" in line]
         assert len(lines) == 1, worker.log()
         assert "cannot load LUNORA_APP='no_such_module_anywhere:app'" in lines[0], worker.log()
-    finally:
-        worker.stop()
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 def test_the_opt_in_starts_the_worker_and_says_so_loudly(pg_url: str) -> None:
-    worker = _worker(pg_url, LUNORA_ALLOW_OFFLINE_MODEL="true")
-    try:
+    with _worker(pg_url, LUNORA_ALLOW_OFFLINE_MODEL="true") as worker:
         worker.start(timeout=90)
         wait_for(lambda: "OFFLINE model" in worker.log(), 30, "no offline-model warning", worker.log)
         warning = next(line for line in worker.log().splitlines() if "OFFLINE model" in line)
         assert "WARNING" in warning and "assistant (model 'auto')" in warning
-    finally:
-        worker.stop()
