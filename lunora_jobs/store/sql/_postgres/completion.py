@@ -38,7 +38,7 @@ from lunora_jobs.store._codec import RUN_ADD, RUN_JSON, RUN_SET, dump, split_pat
 from lunora_jobs.store.records import NewMessage
 from lunora_jobs.store.sql._rows import message_rows
 
-_MESSAGE_COLUMNS = (
+MESSAGE_COLUMNS = (
     ("id", "text"), ("key", "text"), ("role", "text"), ("content", "text"), ("run_id", "text"),
     ("tool_calls", "text"), ("tool_call_id", "text"), ("name", "text"), ("metadata", "text"),
 )
@@ -92,7 +92,7 @@ def completion_sql(
         # One JSON document, not an array per column: psycopg dumps a list parameter in Python,
         # element by element (~0.2 ms per completion), json.dumps runs in C.
         params["m"] = json.dumps(
-            [{"i": row["seq"], **{column: row[column] for column, _ in _MESSAGE_COLUMNS}} for row in rows],
+            [{"i": row["seq"], **{column: row[column] for column, _ in MESSAGE_COLUMNS}} for row in rows],
             ensure_ascii=False,
         )
     if usage is not None:
@@ -126,7 +126,7 @@ def _sql(shape: Shape) -> str:
             " RETURNING id, next_seq)"
         )
         if has_messages:
-            record = ", ".join(f"{c} {t}" for c, t in _MESSAGE_COLUMNS)
+            record = ", ".join(f"{c} {t}" for c, t in MESSAGE_COLUMNS)
             parts.append(
                 "msg AS (INSERT INTO agent_messages (id, thread_id, key, seq, role, content, run_id,"
                 " tool_calls, tool_call_id, name, metadata, created_at)"

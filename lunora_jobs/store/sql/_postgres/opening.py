@@ -29,15 +29,12 @@ from functools import cache
 from typing import Any
 
 from lunora_jobs.store.records import RunOpening
+from lunora_jobs.store.schema import runs
+from lunora_jobs.store.sql._postgres.completion import MESSAGE_COLUMNS
 from lunora_jobs.store.sql._rows import message_rows
 
-_RUN_COLUMNS = (
-    "id", "thread_id", "agent", "owner", "tenant", "status", "input", "result", "error", "stopped", "turns",
-    "input_tokens", "output_tokens", "created_at", "updated_at",
-)
-_MESSAGE_COLUMNS = (
-    "id", "key", "role", "content", "run_id", "tool_calls", "tool_call_id", "name", "metadata",
-)
+_RUN_COLUMNS = tuple(column.name for column in runs.c)
+_MESSAGE_COLUMNS = tuple(column for column, _ in MESSAGE_COLUMNS)  # + thread_id, seq, created_at below
 
 Shape = tuple[bool, bool, bool, bool]
 

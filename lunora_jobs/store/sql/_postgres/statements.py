@@ -8,6 +8,8 @@ contract suite runs both forms (PostgreSQL uses these, the other dialects the Co
 
 from __future__ import annotations
 
+from lunora_jobs.store.schema import threads
+
 LEDGER_SQL = "SELECT * FROM agent_steps WHERE run_id = %(run_id)s ORDER BY created_at, name"
 """``list_steps`` as SQL text (the pipeline sends text; same order as ``list_steps``)."""
 
@@ -17,10 +19,7 @@ LEDGER_NAMES_SQL = (
 )
 """The rows of ``list_steps`` named ``names`` (one index probe each on ``(run_id, name)``)."""
 
-_THREAD_COLUMNS = (
-    "id", "key", "owner", "title", "status", "state", "model", "agent", "active_run_id", "input_tokens",
-    "output_tokens", "next_seq", "created_at", "updated_at",
-)
+_THREAD_COLUMNS = tuple(column.name for column in threads.c)
 ENSURE_THREAD_SQL = (
     f"WITH ins AS (INSERT INTO agent_threads ({', '.join(_THREAD_COLUMNS)})"
     f" VALUES ({', '.join(f'%({c})s' for c in _THREAD_COLUMNS)}) ON CONFLICT (key) DO NOTHING RETURNING *)"
