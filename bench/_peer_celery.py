@@ -2,7 +2,8 @@
 ``celery -A _common worker`` processes (``workers.testing.WorkerProcess``), one worker per pool size
 being compared (``-c 1`` and ``-c N``), each on a private queue.
 
-The floor is a chain of K no-op tasks, each enqueueing the next (``_common.hop``); Lunora Jobs is one
+The floor is a chain of K no-op tasks, each enqueueing the next (``_common.hop``); the durable floor
+the same chain with one durable row written per hop before the next is sent; Lunora Jobs is one
 scripted agent run of T turns with a no-op tool call between them (K = 2T - 1 durable steps: every
 step crosses the broker, claims and completes its ledger row on PostgreSQL).
 """
@@ -28,13 +29,35 @@ class FloorSystem:
 
     def __init__(self, steps: int, queues: Mapping[int, str]) -> None:
         self.steps, self.queues = steps, dict(queues)
+        self.writes = self.notices = 0
 
     def batch(self, count: int, processes: int) -> float:
         """Run ``count`` chains at once on the ``processes``-process worker; return the wall seconds."""
-        return raw_chains(self.steps, count, self.queues[processes]) * self.steps / 1000.0
+        ms = raw_chains(self.steps, count, self.queues[processes], self.writes, self.notices)
+        return ms * self.steps / 1000.0
 
     def close(self) -> None:
         """Nothing held: the chains' finish keys are removed as they are read."""
+
+
+class DurableFloorSystem(FloorSystem):
+    """The floor's chains with ``writes`` durable writes per hop (``_common.HOPS_TABLE_DDL``, created
+    on ``database_url``) and ``notices`` more Redis round trips. One write, no notice: one round trip
+    and one WAL flush, the least a step can add to a broker hop in any system that records every
+    step before the next may start."""
+
+    def __init__(self, steps: int, queues: Mapping[int, str], database_url: str, writes: int = 1,
+                 notices: int = 0) -> None:
+        import _common
+
+        super().__init__(steps, queues)
+        self.writes, self.notices = writes, notices
+        self.name = f"floor + {writes} durable write{'s' if writes > 1 else ''}/hop" + (
+            f" + {notices} Redis round trip{'s' if notices > 1 else ''}" if notices else "")
+        engine = sa.create_engine(database_url)
+        with engine.begin() as conn:
+            conn.execute(sa.text(_common.HOPS_TABLE_DDL))
+        engine.dispose()
 
 
 class LunoraSystem:

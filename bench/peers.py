@@ -4,12 +4,17 @@
     python bench/peers.py          # fuller: 7 latency samples, 3 samples at 30 in flight, 1 at 300
     python bench/peers.py --quick  # about a minute: 5 latency samples, 1 load sample, 30 in flight
     python bench/peers.py --systems floor,lunora   # only some (the floor is always measured)
+    python bench/peers.py --systems floor,durable --durable-writes 2 --durable-notices 1   # the floor
+                                   # given Lunora's round trips: a claim, a completion, the notice
 
 Every system runs the same workflow of K sequential no-op steps (default K = 11: a Lunora run is T
 model turns with a no-op tool call between them, 2T - 1 steps, so K is odd), durably, on the same
 PostgreSQL and Redis:
 
 - **raw Celery chain** (the floor): K no-op tasks, each enqueueing the next; nothing durable;
+- **floor + 1 durable write/hop**: the same chain, each hop first committing one row (one round trip,
+  one WAL flush): what recording every step durably costs at the least, in any design that crosses
+  the broker on every step, so the gap between it and Lunora Jobs is what an engine still can win;
 - **Lunora Jobs**: one agent run through real ``celery worker`` processes; every step crosses the
   broker and claims and completes its ledger row on PostgreSQL;
 - **DBOS Transact**: a ``@DBOS.workflow`` of K ``@DBOS.step`` calls (each step's output recorded);
@@ -50,7 +55,7 @@ sys.path[:0] = [p for p in (str(BENCH_DIR.parent), str(BENCH_DIR)) if p not in s
 from _cpu_share import CpuShare  # noqa: E402
 from _peers_report import SystemResult, peers_table, samples_line, scaling_table  # noqa: E402
 
-SYSTEMS = ("floor", "lunora", "dbos", "langgraph")
+SYSTEMS = ("floor", "durable", "lunora", "dbos", "langgraph")
 
 
 def _args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -64,6 +69,10 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, help="latency samples per system (default 7; quick 5)")
     parser.add_argument("--load-repeats", type=int, help="samples at --concurrent (default 3; quick 1)")
     parser.add_argument("--heavy-repeats", type=int, default=1, help="samples at --in-flight")
+    parser.add_argument("--durable-writes", type=int, default=1,
+                        help="durable writes per hop of the durable floor (default 1)")
+    parser.add_argument("--durable-notices", type=int, default=0,
+                        help="extra Redis round trips per hop of the durable floor (default 0)")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"comma-separated, of {', '.join(SYSTEMS)} (the floor is always measured)")
     args = parser.parse_args(argv)
@@ -74,6 +83,8 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--systems: unknown {', '.join(sorted(unknown))}; choose from {', '.join(SYSTEMS)}")
     if args.workers < 1:
         parser.error("--workers must be at least 1")
+    if args.durable_writes < 1 or args.durable_notices < 0:
+        parser.error("--durable-writes must be at least 1 and --durable-notices at least 0")
     args.repeats = args.repeats or (5 if args.quick else 7)
     args.load_repeats = args.load_repeats or (1 if args.quick else 3)
     if args.quick:
@@ -110,9 +121,13 @@ class Bench:
         from workers.testing import WorkerProcess
 
         self.broker = redis.Redis.from_url(env["CELERY_BROKER_URL"])
-        from _peer_celery import FloorSystem, LunoraSystem
+        from _peer_celery import DurableFloorSystem, FloorSystem, LunoraSystem
 
         self._add(FloorSystem(self.steps, self.queues), self._worker_owner)
+        if "durable" in wanted:
+            durable = DurableFloorSystem(self.steps, self.queues, database_url, self.args.durable_writes,
+                                         self.args.durable_notices)
+            self._add(durable, self._worker_owner)
         if "lunora" in wanted:
             self._add(LunoraSystem(self.steps, self.queues, env["CELERY_BROKER_URL"]), self._worker_owner)
         starters: list[Callable[[], Any]] = []
