@@ -4,8 +4,8 @@
     python bench/peers.py          # fuller: 7 latency samples, 3 samples at 30 in flight, 1 at 300
     python bench/peers.py --quick  # about a minute: 5 latency samples, 1 load sample, 30 in flight
     python bench/peers.py --systems floor,lunora   # only some (the floor is always measured)
-    python bench/peers.py --systems floor,durable --durable-writes 2 --durable-notices 1   # the floor
-                                   # given Lunora's round trips: a claim, a completion, the notice
+    python bench/peers.py --systems floor,durable,lunora --ladder   # the durable floor given
+                                   # Lunora's round trips one by one: a claim, a completion, the notice
 
 Every system runs the same workflow of K sequential no-op steps (default K = 11: a Lunora run is T
 model turns with a no-op tool call between them, 2T - 1 steps, so K is odd), durably, on the same
@@ -56,6 +56,9 @@ from _cpu_share import CpuShare  # noqa: E402
 from _peers_report import SystemResult, peers_table, samples_line, scaling_table  # noqa: E402
 
 SYSTEMS = ("floor", "durable", "lunora", "dbos", "langgraph")
+LADDER = ((1, 0), (2, 0), (2, 1))
+"""The durable floor's rungs (durable writes, extra Redis round trips per hop): the least a durable
+step costs, then with a claim committed before the work, then with Lunora's live notice too."""
 
 
 def _args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -69,10 +72,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, help="latency samples per system (default 7; quick 5)")
     parser.add_argument("--load-repeats", type=int, help="samples at --concurrent (default 3; quick 1)")
     parser.add_argument("--heavy-repeats", type=int, default=1, help="samples at --in-flight")
-    parser.add_argument("--durable-writes", type=int, default=1,
-                        help="durable writes per hop of the durable floor (default 1)")
-    parser.add_argument("--durable-notices", type=int, default=0,
-                        help="extra Redis round trips per hop of the durable floor (default 0)")
+    parser.add_argument("--ladder", action="store_true",
+                        help="also the durable floor with 2 durable writes per hop, then with a Redis "
+                             "round trip more: Lunora's round trips one by one, side by side")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"comma-separated, of {', '.join(SYSTEMS)} (the floor is always measured)")
     args = parser.parse_args(argv)
@@ -83,8 +85,6 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--systems: unknown {', '.join(sorted(unknown))}; choose from {', '.join(SYSTEMS)}")
     if args.workers < 1:
         parser.error("--workers must be at least 1")
-    if args.durable_writes < 1 or args.durable_notices < 0:
-        parser.error("--durable-writes must be at least 1 and --durable-notices at least 0")
     args.repeats = args.repeats or (5 if args.quick else 7)
     args.load_repeats = args.load_repeats or (1 if args.quick else 3)
     if args.quick:
@@ -125,9 +125,10 @@ class Bench:
 
         self._add(FloorSystem(self.steps, self.queues), self._worker_owner)
         if "durable" in wanted:
-            durable = DurableFloorSystem(self.steps, self.queues, database_url, self.args.durable_writes,
-                                         self.args.durable_notices)
-            self._add(durable, self._worker_owner)
+            rungs = LADDER if self.args.ladder else LADDER[:1]
+            for writes, notices in rungs:
+                durable = DurableFloorSystem(self.steps, self.queues, database_url, writes, notices)
+                self._add(durable, self._worker_owner)
         if "lunora" in wanted:
             self._add(LunoraSystem(self.steps, self.queues, env["CELERY_BROKER_URL"]), self._worker_owner)
         starters: list[Callable[[], Any]] = []
