@@ -27,6 +27,7 @@ from lunora_jobs.store._codec import Clock, wall_clock
 from lunora_jobs.store.ddl import ensure_tables
 from lunora_jobs.store.records import UsageEntry
 from lunora_jobs.store.schema import threads
+from lunora_jobs.store.sql._postgres.held import HeldConnections
 from lunora_jobs.store.sql._postgres.pipeline import Rows, Statements, autocommit_pipeline
 
 T = TypeVar("T")
@@ -68,6 +69,7 @@ class SqlBase:
         self._ready_lock = threading.Lock()
         # Shares the pool; only the connection's transaction mode differs.
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._held = HeldConnections(engine) if engine.dialect.name == "postgresql" else None
 
     @property
     def dialect(self) -> str:
@@ -139,11 +141,11 @@ class SqlBase:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _pipeline(self, statements: Statements) -> list[Rows]:
-        """PostgreSQL: ``statements`` in one round trip, autocommit, on a pooled psycopg connection
-        without SQLAlchemy's ``Connection`` (``_postgres.pipeline.autocommit_pipeline``): the hot
-        path's claims and completions. Retried like ``_write(work, autocommit=True)``: the work must
-        be idempotent or fenced."""
-        return self._retrying(lambda: autocommit_pipeline(self.engine, statements))
+        """PostgreSQL: ``statements`` in one round trip, autocommit, on the thread's held psycopg
+        connection (``_postgres.held``) or a pooled one, without SQLAlchemy's ``Connection``
+        (``_postgres.pipeline.autocommit_pipeline``): the hot path's claims and completions. Retried
+        like ``_write(work, autocommit=True)``: the work must be idempotent or fenced."""
+        return self._retrying(lambda: autocommit_pipeline(self.engine, statements, self._held))
 
     def _costed(self, entry: UsageEntry, now: int) -> UsageEntry:
         """``entry`` with its cost and cost source; ``SqlPricingMixin`` prices it, the base leaves it."""

@@ -55,7 +55,9 @@ class SqlStore(
         return cls(create_engine(url, **engine_options), clock=clock, auto_create_tables=auto_create_tables)
 
     def close(self) -> None:
-        """Close the engine's pooled connections."""
+        """Close the engine's pooled connections and the ones its threads hold."""
+        if self._held is not None:
+            self._held.close()
         self.engine.dispose()
 
 

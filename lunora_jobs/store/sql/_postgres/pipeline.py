@@ -9,10 +9,13 @@ order, each statement with a fresh READ COMMITTED snapshot), so a read placed af
 A single statement skips pipeline mode (same one round trip, ~50 µs less Python: the pipeline's
 enter, sync and result bookkeeping).
 
-``autocommit_pipeline`` takes the psycopg connection straight from the engine's pool (checkout with
-its pre-ping, autocommit switched on for the call and off again before the connection goes back):
-a SQLAlchemy ``Connection`` around it — its checkout, isolation-level switch and reset — cost
-~0.1 ms of Python per call, twice per step.
+``autocommit_pipeline`` runs on the calling thread's held connection (``held.py``: kept in
+autocommit, pre-pinged by a poll of its socket) where the store gives it one, else on a psycopg
+connection straight from the engine's pool (checkout with its pre-ping, autocommit switched on for
+the call and off again before the connection goes back). Either way there is no SQLAlchemy
+``Connection`` around it: its checkout, isolation-level switch and reset cost ~0.1 ms of Python per
+call, twice per step; the pool's own checkout and the switches cost about as much again, which the
+held connection saves.
 
 Driver errors are re-raised as SQLAlchemy's ``DBAPIError`` (with ``connection_invalidated`` set and
 the connection invalidated on a disconnect), so ``_write`` / ``_query`` retries work as for any
@@ -27,24 +30,34 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect, Engine
 
+from lunora_jobs.store.sql._postgres.held import HeldConnections
+
 Rows = list[dict[str, Any]]
 Statements = Sequence[tuple[str, Mapping[str, Any]]]
 
 
-def autocommit_pipeline(engine: Engine, statements: Statements) -> list[Rows]:
-    """Run ``statements`` in one round trip on a pooled psycopg connection in autocommit (no
-    SQLAlchemy ``Connection``); the rows of each (``[]`` for one returning none)."""
+def autocommit_pipeline(
+    engine: Engine, statements: Statements, held: HeldConnections | None = None
+) -> list[Rows]:
+    """Run ``statements`` in one round trip in autocommit, without a SQLAlchemy ``Connection``: on
+    the calling thread's held connection (``held``), else on one checked out of the engine's pool;
+    the rows of each (``[]`` for one returning none)."""
     import psycopg
 
     try:
-        fairy = engine.raw_connection()
+        raw = held.connection() if held is not None else None
+        fairy = engine.raw_connection() if raw is None else None
     except psycopg.Error as exc:  # no connection (the server is down): raised as SQLAlchemy would
         lost = bool(engine.dialect.is_disconnect(exc, None, None))  # type: ignore[arg-type]
         raise sa.exc.DBAPIError.instance(
             None, None, exc, psycopg.Error, connection_invalidated=lost, dialect=engine.dialect
         ) from exc
+    if fairy is None:
+        assert held is not None
+        return _run_held(held, raw, statements, engine.dialect)
     try:
-        raw: Any = fairy.driver_connection
+        raw = fairy.driver_connection
+        assert raw is not None
         try:
             raw.autocommit = True
         except psycopg.Error as exc:  # a connection the pre-ping passed but that is gone now
@@ -59,6 +72,18 @@ def autocommit_pipeline(engine: Engine, statements: Statements) -> list[Rows]:
                     fairy.invalidate(exc)
     finally:
         fairy.close()
+
+
+def _run_held(held: HeldConnections, raw: Any, statements: Statements, dialect: Dialect) -> list[Rows]:
+    from psycopg.pq import TransactionStatus
+
+    try:
+        return _run(raw, statements, dialect, lambda _exc: held.discard(raw))
+    except BaseException:
+        # A statement cut short (a time limit raised mid-query) or a broken socket: not reusable.
+        if not raw.closed and raw.info.transaction_status != TransactionStatus.IDLE:
+            held.discard(raw)
+        raise
 
 
 Invalidate = Callable[[BaseException], None]
