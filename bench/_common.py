@@ -5,9 +5,9 @@ same Celery app and config as ``celery -A workers`` (acks_late, prefetch 1, ...)
 ``bench.hop``, so the floor and the engine cross the same broker under the same settings. A hop
 sent with ``writes=n`` first commits n rows to ``bench_hops`` on ``LUNORA_DATABASE_URL``, one round
 trip and one durable commit each (``n = 1``: the least a step can cost in any system that crosses
-the broker and records every step, ``bench/peers.py``'s "durable floor"), and with ``notices=m``
-makes m more Redis round trips (a PUBLISH each), so the floor can be given Lunora's round trips one
-by one.
+the broker and records every step, ``bench/peers.py``'s "durable floor"), with ``notices=m`` makes m
+more Redis round trips (a PUBLISH each) and with ``reads=r`` r PostgreSQL reads (a primary-key
+SELECT in autocommit each), so the floor can be given Lunora's round trips one by one.
 ``lunora_app`` (for ``LUNORA_APP=_common:lunora_app``) is a ``Lunora`` app with one agent whose
 scripted model calls a no-op tool on every turn but the last.
 
@@ -50,27 +50,29 @@ def _hops_db() -> Any:
 
 
 def send_hop(
-    remaining: int, done_key: str, queue: str | None = None, writes: int = 0, notices: int = 0
+    remaining: int, done_key: str, queue: str | None = None, writes: int = 0, notices: int = 0, reads: int = 0
 ) -> None:
     """Enqueue one hop the way ``CeleryDispatcher`` enqueues a step (``send_task``, no result), on
     ``queue`` (default: this process's ``LUNORA_QUEUE``; a worker sends the next hop to its own)."""
     app.send_task(
-        HOP_TASK, args=(remaining, done_key, writes, notices), task_id=uuid.uuid4().hex,
+        HOP_TASK, args=(remaining, done_key, writes, notices, reads), task_id=uuid.uuid4().hex,
         queue=queue or app.conf.task_default_queue, ignore_result=True,
     )
 
 
-def _hop(task: Any, remaining: int, done_key: str, writes: int = 0, notices: int = 0) -> None:
-    """A no-op step: commit ``writes`` rows (keyed by the task id, as a ledger keys a step) and make
-    ``notices`` Redis round trips, then enqueue the next hop, or record the finish time after the
-    last one."""
+def _hop(task: Any, remaining: int, done_key: str, writes: int = 0, notices: int = 0, reads: int = 0) -> None:
+    """A no-op step: make ``reads`` PostgreSQL reads, commit ``writes`` rows (keyed by the task id, as
+    a ledger keys a step) and make ``notices`` Redis round trips, then enqueue the next hop, or record
+    the finish time after the last one."""
+    for _ in range(reads):
+        _hops_db().execute("SELECT created_at FROM bench_hops WHERE id = %s", (task.request.id,)).fetchall()
     for i in range(writes):
         _hops_db().execute("INSERT INTO bench_hops (id, created_at) VALUES (%s, %s)",
                            (f"{task.request.id}:{i}", time.time()))
     for _ in range(notices):
         _redis().publish(done_key, b"")
     if remaining > 1:
-        send_hop(remaining - 1, done_key, writes=writes, notices=notices)
+        send_hop(remaining - 1, done_key, writes=writes, notices=notices, reads=reads)
     else:
         # One round trip; the TTL clears a mark nobody waits for any more (a benchmark that failed).
         marks = _redis().pipeline(transaction=False)

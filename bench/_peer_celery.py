@@ -29,11 +29,11 @@ class FloorSystem:
 
     def __init__(self, steps: int, queues: Mapping[int, str]) -> None:
         self.steps, self.queues = steps, dict(queues)
-        self.writes = self.notices = 0
+        self.writes = self.notices = self.reads = 0
 
     def batch(self, count: int, processes: int) -> float:
         """Run ``count`` chains at once on the ``processes``-process worker; return the wall seconds."""
-        ms = raw_chains(self.steps, count, self.queues[processes], self.writes, self.notices)
+        ms = raw_chains(self.steps, count, self.queues[processes], self.writes, self.notices, self.reads)
         return ms * self.steps / 1000.0
 
     def close(self) -> None:
@@ -42,18 +42,19 @@ class FloorSystem:
 
 class DurableFloorSystem(FloorSystem):
     """The floor's chains with ``writes`` durable writes per hop (``_common.HOPS_TABLE_DDL``, created
-    on ``database_url``) and ``notices`` more Redis round trips. One write, no notice: one round trip
-    and one WAL flush, the least a step can add to a broker hop in any system that records every
-    step before the next may start."""
+    on ``database_url``), ``notices`` more Redis round trips and ``reads`` PostgreSQL reads. One
+    write, nothing else: one round trip and one WAL flush, the least a step can add to a broker hop
+    in any system that records every step before the next may start."""
 
     def __init__(self, steps: int, queues: Mapping[int, str], database_url: str, writes: int = 1,
-                 notices: int = 0) -> None:
+                 notices: int = 0, reads: int = 0) -> None:
         import _common
 
         super().__init__(steps, queues)
-        self.writes, self.notices = writes, notices
-        self.name = f"floor + {writes} durable write{'s' if writes > 1 else ''}/hop" + (
-            f" + {notices} Redis round trip{'s' if notices > 1 else ''}" if notices else "")
+        self.writes, self.notices, self.reads = writes, notices, reads
+        self.name = f"floor + {writes} durable write{'s' if writes > 1 else ''}" + (
+            f" + {reads} read{'s' if reads > 1 else ''}" if reads else "") + (
+            f" + {notices} Redis round trip{'s' if notices > 1 else ''}" if notices else "") + "/hop"
         engine = sa.create_engine(database_url)
         with engine.begin() as conn:
             conn.execute(sa.text(_common.HOPS_TABLE_DDL))

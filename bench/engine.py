@@ -81,17 +81,19 @@ def _drop_database(handle: Any) -> None:
 # -- measurements ----------------------------------------------------------------------------------
 
 
-def raw_chains(hops: int, count: int, queue: str | None = None, writes: int = 0, notices: int = 0) -> float:
+def raw_chains(
+    hops: int, count: int, queue: str | None = None, writes: int = 0, notices: int = 0, reads: int = 0
+) -> float:
     """Run ``count`` raw chains of ``hops`` tasks at once (on ``queue``, default ``LUNORA_QUEUE``;
-    each hop committing ``writes`` rows and making ``notices`` more Redis round trips, see
-    ``_common``); return wall ms per hop (per chain)."""
+    each hop making ``reads`` PostgreSQL reads, committing ``writes`` rows and making ``notices``
+    more Redis round trips, see ``_common``); return wall ms per hop (per chain)."""
     import _common
 
     client = _common._redis()
     key = "bench:done:" + uuid.uuid4().hex
     start = time.time()
     for _ in range(count):
-        _common.send_hop(hops, key, queue, writes, notices)
+        _common.send_hop(hops, key, queue, writes, notices, reads)
     finished: list[float] = []
     deadline = time.monotonic() + 600
     try:
