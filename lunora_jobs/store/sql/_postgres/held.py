@@ -69,15 +69,17 @@ class HeldConnections:
                 raw.close()
                 raise
             thread = threading.current_thread()
-            self._held[thread.ident or 0] = raw
+            ident = thread.ident or 0
+            self._held[ident] = raw
         self._local.raw = raw
-        weakref.finalize(thread, self._thread_ended, thread.ident or 0, raw, os.getpid())
+        self._local.finalizer = weakref.finalize(thread, self._thread_ended, ident, raw, os.getpid())
         return raw
 
     def discard(self, raw: Any) -> None:
         """Close the calling thread's connection ``raw`` (broken, or not idle) and forget it."""
         if getattr(self._local, "raw", None) is raw:
             self._local.raw = None
+            self._local.finalizer.detach()  # it would keep the closed connection until the thread ends
         self._thread_ended(threading.get_ident(), raw, os.getpid())
 
     def close(self) -> None:
