@@ -32,7 +32,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 HELD_MAX = 2
-"""Threads per store that may hold a connection (a worker child's step thread and its lease keeper)."""
+"""Threads per store that may hold a connection: a worker child's step thread, and one more (an API
+process's threads start runs through the same calls; the lease keeper does not use them)."""
 
 
 class HeldConnections:
