@@ -7,7 +7,8 @@ sent with ``writes=n`` first commits n rows to ``bench_hops`` on ``LUNORA_DATABA
 trip and one durable commit each (``n = 1``: the least a step can cost in any system that crosses
 the broker and records every step, ``bench/peers.py``'s "durable floor"), with ``notices=m`` makes m
 more Redis round trips (a PUBLISH each) and with ``reads=r`` r PostgreSQL reads (a primary-key
-SELECT in autocommit each), so the floor can be given Lunora's round trips one by one.
+SELECT in autocommit each), so the floor can be given Lunora's round trips one by one; with
+``overlap=True`` the last write goes out before the next hop's publish and is awaited after it.
 ``lunora_app`` (for ``LUNORA_APP=_common:lunora_app``) is a ``Lunora`` app with one agent whose
 scripted model calls a no-op tool on every turn but the last.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import time
 import uuid
 from functools import cache
@@ -50,29 +52,72 @@ def _hops_db() -> Any:
 
 
 def send_hop(
-    remaining: int, done_key: str, queue: str | None = None, writes: int = 0, notices: int = 0, reads: int = 0
+    remaining: int, done_key: str, queue: str | None = None, writes: int = 0, notices: int = 0,
+    reads: int = 0, overlap: bool = False,
 ) -> None:
     """Enqueue one hop the way ``CeleryDispatcher`` enqueues a step (``send_task``, no result), on
     ``queue`` (default: this process's ``LUNORA_QUEUE``; a worker sends the next hop to its own)."""
     app.send_task(
-        HOP_TASK, args=(remaining, done_key, writes, notices, reads), task_id=uuid.uuid4().hex,
+        HOP_TASK, args=(remaining, done_key, writes, notices, reads, overlap), task_id=uuid.uuid4().hex,
         queue=queue or app.conf.task_default_queue, ignore_result=True,
     )
 
 
-def _hop(task: Any, remaining: int, done_key: str, writes: int = 0, notices: int = 0, reads: int = 0) -> None:
+def _hop(
+    task: Any, remaining: int, done_key: str, writes: int = 0, notices: int = 0, reads: int = 0,
+    overlap: bool = False,
+) -> None:
     """A no-op step: make ``reads`` PostgreSQL reads, commit ``writes`` rows (keyed by the task id, as
     a ledger keys a step) and make ``notices`` Redis round trips, then enqueue the next hop, or record
-    the finish time after the last one."""
+    the finish time after the last one. ``overlap``: the last write is sent before the next hop is
+    enqueued and its commit awaited after (libpq sends it with its Sync at once), so its round trip
+    and WAL flush run while the publish does."""
+    db = _hops_db() if reads or writes else None
     for _ in range(reads):
-        _hops_db().execute("SELECT created_at FROM bench_hops WHERE id = %s", (task.request.id,)).fetchall()
-    for i in range(writes):
-        _hops_db().execute("INSERT INTO bench_hops (id, created_at) VALUES (%s, %s)",
-                           (f"{task.request.id}:{i}", time.time()))
+        db.execute("SELECT created_at FROM bench_hops WHERE id = %s", (task.request.id,)).fetchall()
+    under = 1 if overlap and writes > 0 and remaining > 1 else 0
+    for i in range(writes - under):
+        db.execute(_HOP_INSERT, (f"{task.request.id}:{i}", time.time()))
+    if under:
+        # libpq's own send: the statement and its Sync go out at once, so the server runs and commits
+        # it while this process publishes (psycopg's pipeline would hold the Sync until its exit).
+        pg = db.pgconn
+        row = [f"{task.request.id}:{writes - 1}".encode(), repr(time.time()).encode()]
+        pg.send_query_params(_HOP_INSERT_PQ, row)
+        while pg.flush():
+            select.select([], [pg.socket], [])
+        _notify_and_send(remaining, done_key, writes, notices, reads, overlap)
+        _await_commit(pg)
+        return
+    _notify_and_send(remaining, done_key, writes, notices, reads, overlap)
+
+
+_HOP_INSERT = "INSERT INTO bench_hops (id, created_at) VALUES (%s, %s)"
+_HOP_INSERT_PQ = b"INSERT INTO bench_hops (id, created_at) VALUES ($1, $2::double precision)"
+
+
+def _await_commit(pg: Any) -> None:
+    """Wait for the statement ``pg`` sent and raise if it failed."""
+    from psycopg import pq
+
+    while True:
+        while pg.is_busy():
+            select.select([pg.socket], [], [])
+            pg.consume_input()
+        result = pg.get_result()
+        if result is None:
+            return
+        if result.status != pq.ExecStatus.COMMAND_OK:
+            raise RuntimeError(f"overlapped write failed: {pg.error_message.decode(errors='replace')}")
+
+
+def _notify_and_send(
+    remaining: int, done_key: str, writes: int, notices: int, reads: int, overlap: bool
+) -> None:
     for _ in range(notices):
         _redis().publish(done_key, b"")
     if remaining > 1:
-        send_hop(remaining - 1, done_key, writes=writes, notices=notices, reads=reads)
+        send_hop(remaining - 1, done_key, writes=writes, notices=notices, reads=reads, overlap=overlap)
     else:
         # One round trip; the TTL clears a mark nobody waits for any more (a benchmark that failed).
         marks = _redis().pipeline(transaction=False)

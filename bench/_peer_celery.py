@@ -30,10 +30,12 @@ class FloorSystem:
     def __init__(self, steps: int, queues: Mapping[int, str]) -> None:
         self.steps, self.queues = steps, dict(queues)
         self.writes = self.notices = self.reads = 0
+        self.overlap = False
 
     def batch(self, count: int, processes: int) -> float:
         """Run ``count`` chains at once on the ``processes``-process worker; return the wall seconds."""
-        ms = raw_chains(self.steps, count, self.queues[processes], self.writes, self.notices, self.reads)
+        ms = raw_chains(self.steps, count, self.queues[processes], self.writes, self.notices, self.reads,
+                        self.overlap)
         return ms * self.steps / 1000.0
 
     def close(self) -> None:
@@ -42,17 +44,19 @@ class FloorSystem:
 
 class DurableFloorSystem(FloorSystem):
     """The floor's chains with ``writes`` durable writes per hop (``_common.HOPS_TABLE_DDL``, created
-    on ``database_url``), ``notices`` more Redis round trips and ``reads`` PostgreSQL reads. One
-    write, nothing else: one round trip and one WAL flush, the least a step can add to a broker hop
-    in any system that records every step before the next may start."""
+    on ``database_url``), ``notices`` more Redis round trips and ``reads`` PostgreSQL reads; with
+    ``overlap`` the last write runs under the publish of the next hop. One write, nothing else: one
+    round trip and one WAL flush, the least a step can add to a broker hop in any system that records
+    every step before the next may start."""
 
     def __init__(self, steps: int, queues: Mapping[int, str], database_url: str, writes: int = 1,
-                 notices: int = 0, reads: int = 0) -> None:
+                 notices: int = 0, reads: int = 0, overlap: bool = False) -> None:
         import _common
 
         super().__init__(steps, queues)
-        self.writes, self.notices, self.reads = writes, notices, reads
+        self.writes, self.notices, self.reads, self.overlap = writes, notices, reads, overlap
         self.name = f"floor + {writes} durable write{'s' if writes > 1 else ''}" + (
+            " (the last under the publish)" if overlap else "") + (
             f" + {reads} read{'s' if reads > 1 else ''}" if reads else "") + (
             f" + {notices} Redis round trip{'s' if notices > 1 else ''}" if notices else "") + "/hop"
         engine = sa.create_engine(database_url)

@@ -82,18 +82,20 @@ def _drop_database(handle: Any) -> None:
 
 
 def raw_chains(
-    hops: int, count: int, queue: str | None = None, writes: int = 0, notices: int = 0, reads: int = 0
+    hops: int, count: int, queue: str | None = None, writes: int = 0, notices: int = 0, reads: int = 0,
+    overlap: bool = False,
 ) -> float:
     """Run ``count`` raw chains of ``hops`` tasks at once (on ``queue``, default ``LUNORA_QUEUE``;
-    each hop making ``reads`` PostgreSQL reads, committing ``writes`` rows and making ``notices``
-    more Redis round trips, see ``_common``); return wall ms per hop (per chain)."""
+    each hop making ``reads`` PostgreSQL reads, committing ``writes`` rows, the last one under the
+    publish with ``overlap``, and making ``notices`` more Redis round trips, see ``_common``); return
+    wall ms per hop (per chain)."""
     import _common
 
     client = _common._redis()
     key = "bench:done:" + uuid.uuid4().hex
     start = time.time()
     for _ in range(count):
-        _common.send_hop(hops, key, queue, writes, notices, reads)
+        _common.send_hop(hops, key, queue, writes, notices, reads, overlap)
     finished: list[float] = []
     deadline = time.monotonic() + 600
     try:

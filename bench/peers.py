@@ -6,7 +6,8 @@
     python bench/peers.py --systems floor,lunora   # only some (the floor is always measured)
     python bench/peers.py --systems floor,durable,lunora --ladder   # the durable floor given
                                    # Lunora's round trips one by one: a claim, a completion, the notice;
-                                   # then those of a claim held in Redis: a read, a write, 2 Redis
+                                   # then those of a claim held in Redis: a read, a write, 2 Redis;
+                                   # then today's with the completion's commit under the publish
 
 Every system runs the same workflow of K sequential no-op steps (default K = 11: a Lunora run is T
 model turns with a no-op tool call between them, 2T - 1 steps, so K is odd), durably, on the same
@@ -57,11 +58,13 @@ from _cpu_share import CpuShare  # noqa: E402
 from _peers_report import SystemResult, peers_table, samples_line, scaling_table  # noqa: E402
 
 SYSTEMS = ("floor", "durable", "lunora", "dbos", "langgraph")
-LADDER = ((1, 0, 0), (2, 0, 0), (2, 1, 0), (1, 2, 1))
-"""The durable floor's rungs (durable writes, extra Redis round trips, PostgreSQL reads per hop): the
-least a durable step costs, then with a claim committed before the work, then with Lunora's live
-notice too (Lunora's round trips today); last, the round trips of a step whose claim is held in
-Redis (a read and the completion on PostgreSQL, the claim and the notice on Redis)."""
+LADDER = ((1, 0, 0, False), (2, 0, 0, False), (2, 1, 0, False), (1, 2, 1, False), (2, 1, 0, True))
+"""The durable floor's rungs (durable writes, extra Redis round trips, PostgreSQL reads per hop, the
+last write under the publish): the least a durable step costs, then with a claim committed before
+the work, then with Lunora's live notice too (Lunora's round trips today); then the round trips of a
+step whose claim is held in Redis (a read and the completion on PostgreSQL, the claim and the notice
+on Redis); last, today's round trips with the completion's commit awaited only after the next step
+is published (its round trip and WAL flush hidden under the publish)."""
 
 
 def _args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -78,7 +81,8 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--ladder", action="store_true",
                         help="also the durable floor with 2 durable writes per hop, then with a Redis "
                              "round trip more (Lunora's round trips one by one), and with a claim held "
-                             "in Redis's (a read, a write, 2 Redis round trips), side by side")
+                             "in Redis's (a read, a write, 2 Redis round trips), and today's with the "
+                             "completion's commit awaited after the next hop's publish, side by side")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"comma-separated, of {', '.join(SYSTEMS)} (the floor is always measured)")
     args = parser.parse_args(argv)
@@ -130,8 +134,9 @@ class Bench:
         self._add(FloorSystem(self.steps, self.queues), self._worker_owner)
         if "durable" in wanted:
             rungs = LADDER if self.args.ladder else LADDER[:1]
-            for writes, notices, reads in rungs:
-                durable = DurableFloorSystem(self.steps, self.queues, database_url, writes, notices, reads)
+            for writes, notices, reads, overlap in rungs:
+                durable = DurableFloorSystem(self.steps, self.queues, database_url, writes, notices, reads,
+                                             overlap)
                 self._add(durable, self._worker_owner)
         if "lunora" in wanted:
             self._add(LunoraSystem(self.steps, self.queues, env["CELERY_BROKER_URL"]), self._worker_owner)
