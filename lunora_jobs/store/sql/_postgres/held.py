@@ -44,7 +44,8 @@ class HeldConnections:
         self._limit = limit
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._held: dict[int, Any] = {}  # thread ident -> its connection (for close() and the limit)
+        # thread ident -> its connection (None while it connects), for close() and the limit
+        self._held: dict[int, Any] = {}
         self._closed = False
         forget = weakref.WeakMethod(self._forget_parents)
         os.register_at_fork(after_in_child=lambda: (method := forget()) is not None and method())
@@ -58,22 +59,37 @@ class HeldConnections:
             if self._usable(raw):
                 return raw
             self.discard(raw)
+        thread = threading.current_thread()
+        ident = thread.ident or 0
         with self._lock:
             if self._closed or len(self._held) >= self._limit:
                 return None
-            fairy = self._engine.raw_connection()
-            raw = fairy.driver_connection
-            fairy.detach()
-            try:
-                raw.autocommit = True
-            except BaseException:
-                raw.close()
-                raise
-            thread = threading.current_thread()
-            ident = thread.ident or 0
+            self._held[ident] = None  # the slot is taken; the connect runs outside the lock
+        try:
+            raw = self._open()
+        except BaseException:
+            with self._lock:
+                self._held.pop(ident, None)
+            raise
+        with self._lock:
+            if self._closed or ident not in self._held:  # close() ran while it connected
+                _close_quietly(raw)
+                return None
             self._held[ident] = raw
         self._local.raw = raw
         self._local.finalizer = weakref.finalize(thread, self._thread_ended, ident, raw, os.getpid())
+        return raw
+
+    def _open(self) -> Any:
+        # A thread connecting (slow, or hanging on an unreachable server) holds up no other thread.
+        fairy = self._engine.raw_connection()
+        raw: Any = fairy.driver_connection
+        fairy.detach()
+        try:
+            raw.autocommit = True
+        except BaseException:
+            raw.close()
+            raise
         return raw
 
     def discard(self, raw: Any) -> None:
@@ -87,7 +103,7 @@ class HeldConnections:
         """Close every held connection; later calls get None (the store is closing)."""
         with self._lock:
             self._closed = True
-            held, self._held = list(self._held.values()), {}
+            held, self._held = [raw for raw in self._held.values() if raw is not None], {}
         for raw in held:
             _close_quietly(raw)
 
