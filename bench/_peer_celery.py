@@ -27,8 +27,9 @@ class FloorSystem:
 
     name = "raw Celery chain (floor)"
 
-    def __init__(self, steps: int, queues: Mapping[int, str]) -> None:
+    def __init__(self, steps: int, queues: Mapping[int, str], name: str | None = None) -> None:
         self.steps, self.queues = steps, dict(queues)
+        self.name = name or self.name
         self.writes = self.notices = self.reads = 0
         self.overlap = False
 

@@ -7,13 +7,15 @@
     python bench/peers.py --systems floor,durable,lunora --ladder   # the durable floor given
                                    # Lunora's round trips one by one: a claim, a completion, the notice;
                                    # then those of a claim held in Redis: a read, a write, 2 Redis;
-                                   # then today's with the completion's commit under the publish
+                                   # then today's with the completion's commit under the publish;
+                                   # and the raw chain on Lunora's Redis transport
 
 Every system runs the same workflow of K sequential no-op steps (default K = 11: a Lunora run is T
 model turns with a no-op tool call between them, 2T - 1 steps, so K is odd), durably, on the same
 PostgreSQL and Redis:
 
-- **raw Celery chain** (the floor): K no-op tasks, each enqueueing the next; nothing durable;
+- **raw Celery chain** (the floor): K no-op tasks, each enqueueing the next; nothing durable; on
+  workers of its own running kombu's stock Redis transport, as a Celery user's would;
 - **floor + 1 durable write/hop**: the same chain, each hop first committing one row (one round trip,
   one WAL flush): what recording every step durably costs at the least, in any design that crosses
   the broker on every step, so the gap between it and Lunora Jobs is what an engine still can win;
@@ -65,6 +67,9 @@ the work, then with Lunora's live notice too (Lunora's round trips today); then 
 step whose claim is held in Redis (a read and the completion on PostgreSQL, the claim and the notice
 on Redis); last, today's round trips with the completion's commit awaited only after the next step
 is published (its round trip and WAL flush hidden under the publish)."""
+FLOOR_ON_LUNORA_TRANSPORT = "raw Celery chain on Lunora's Redis transport"
+"""With ``--ladder``: the floor's chain on the Lunora workers, whose Redis transport builds no redis-py
+client per publish and per ack (``workers.redis_transport``): that transport's share of the gap."""
 
 
 def _args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -111,8 +116,11 @@ class Bench:
         self.owners: dict[str, Callable[[int], tuple[set[int], int]]] = {}
         """System name -> (processes -> its pids and process group), for the CPU accounting."""
         self.workers: dict[int, Any] = {}
+        self.floor_workers: dict[int, Any] = {}
         self.databases: list[Any] = []
         self.queues = {p: f"peers-{p}-{uuid.uuid4().hex[:8]}" for p in self.processes}
+        self.floor_queues = {p: f"peers-floor-{p}-{uuid.uuid4().hex[:8]}" for p in self.processes}
+        """The floor's chains run on workers of their own, on kombu's stock Redis transport."""
         self.broker: Any = None
 
     def start(self) -> None:
@@ -131,19 +139,25 @@ class Bench:
         self.broker = redis.Redis.from_url(env["CELERY_BROKER_URL"])
         from _peer_celery import DurableFloorSystem, FloorSystem, LunoraSystem
 
-        self._add(FloorSystem(self.steps, self.queues), self._worker_owner)
+        self._add(FloorSystem(self.steps, self.floor_queues), self._floor_worker_owner)
         if "durable" in wanted:
             rungs = LADDER if self.args.ladder else LADDER[:1]
             for writes, notices, reads, overlap in rungs:
-                durable = DurableFloorSystem(self.steps, self.queues, database_url, writes, notices, reads,
-                                             overlap)
-                self._add(durable, self._worker_owner)
+                durable = DurableFloorSystem(self.steps, self.floor_queues, database_url, writes, notices,
+                                             reads, overlap)
+                self._add(durable, self._floor_worker_owner)
+        if self.args.ladder:
+            # What Lunora's Redis transport alone does to the floor (the Lunora workers run it).
+            on_ours = FloorSystem(self.steps, self.queues, name=FLOOR_ON_LUNORA_TRANSPORT)
+            self._add(on_ours, self._worker_owner)
         if "lunora" in wanted:
             self._add(LunoraSystem(self.steps, self.queues, env["CELERY_BROKER_URL"]), self._worker_owner)
         starters: list[Callable[[], Any]] = []
         for p in self.processes:
             self.workers[p] = WorkerProcess(self.queues[p], env, concurrency=p, app_module="_common")
-            starters.append(self.workers[p].start)
+            self.floor_workers[p] = WorkerProcess(self.floor_queues[p], {**env, "BENCH_STOCK_TRANSPORT": "1"},
+                                                  concurrency=p, app_module="_common")
+            starters += [self.workers[p].start, self.floor_workers[p].start]
         from _peer_procs import PeerProcesses
 
         for kind in ("dbos", "langgraph"):
@@ -166,16 +180,19 @@ class Bench:
     def _worker_owner(self, processes: int) -> tuple[set[int], int]:
         return set(), self.workers[processes].pid
 
+    def _floor_worker_owner(self, processes: int) -> tuple[set[int], int]:
+        return set(), self.floor_workers[processes].pid
+
     def close(self) -> None:
         """Stop everything started, drop the databases, remove the queues' keys."""
         from engine import _drop_database
 
         for system in self.systems:
             _quietly(system.close)
-        for worker in self.workers.values():
+        for worker in [*self.workers.values(), *self.floor_workers.values()]:
             _quietly(worker.stop)
         if self.broker is not None:
-            for queue in self.queues.values():
+            for queue in [*self.queues.values(), *self.floor_queues.values()]:
                 self.broker.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
         for handle in self.databases:
             _quietly(partial(_drop_database, handle))

@@ -8,7 +8,8 @@ Configuration comes from ``lunora_jobs.config.Settings``:
 
 - ``CELERY_BROKER_URL``: the broker (``redis://...``; ``amqp://`` works too). There is no default: a
   worker or beat started without one stops with an error, exactly as the app side treats an unset
-  broker as "run steps in-process".
+  broker as "run steps in-process". A ``redis://`` broker runs on ``workers.redis_transport`` (kombu's
+  transport, without a redis-py client built per publish and per ack).
 - ``LUNORA_QUEUE``: the queue every ``lunora.*`` task is routed to and the worker consumes by default
   (default ``lunora``) — tests and benchmarks isolate themselves with a private name.
 - ``LUNORA_VISIBILITY_TIMEOUT``: seconds before Redis redelivers an unacknowledged message (default
@@ -39,7 +40,7 @@ import workers.metrics
 import workers.telemetry
 from lunora_jobs.config import Settings
 from lunora_jobs.errors import ConfigurationError
-from workers import quiet_ticks
+from workers import quiet_ticks, redis_transport
 from workers.beat import beat_schedule
 from workers.revocations import PruneRunRevocations
 
@@ -108,6 +109,9 @@ def make_app(broker_url: str | None = None, queue: str | None = None) -> Celery:
     celery_app = Celery("lunora", include=["workers.tasks"])
     broker = broker_url or settings.broker_url
     celery_app.conf.update(reliability_config(broker, queue or settings.queue, settings.visibility_timeout))
+    if broker and redis_transport.serves(broker):
+        # kombu's own Redis transport, minus a redis-py client built per publish and per ack.
+        celery_app.conf.broker_transport = redis_transport.TRANSPORT
     celery_app.conf.worker_send_task_events = settings.task_events  # Flower's task view (LUNORA_TASK_EVENTS)
     celery_app.conf.beat_schedule = beat_schedule(settings.sweep_interval)
     # Beat's file goes to the data folder, never the working directory (read-only in the image).

@@ -7,9 +7,10 @@ worker reads everything else from the database.
 
 Messages go through Celery's and kombu's public publish path (``amqp.send_task_message``), never a
 hand-built broker envelope or a patched kombu channel: kombu's ``Producer.publish`` costs ~0.4 ms of
-Python per message on Redis (entity copies for ``maybe_declare``, its retry wrapper) and redis-py
-builds a client per publish (~0.1 ms, redis/redis-py#3624), but a shortcut through kombu's internals
-would break silently on a kombu upgrade, and the ledger, not the enqueue, bounds a step's cost.
+Python per message on Redis (entity copies for ``maybe_declare``, its retry wrapper), but a shortcut
+through kombu's internals would break silently on a kombu upgrade. On a ``redis://`` broker the app's
+transport (``workers.redis_transport``) spares each publish the redis-py client kombu would build
+for it (redis/redis-py#3624).
 
 ``Lunora.from_env`` builds it when ``CELERY_BROKER_URL`` is set (env ``LUNORA_DISPATCHER`` can name
 another class). ``LUNORA_STEP_ROUTES`` sends the steps of a kind to another queue, with a priority

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,16 +18,8 @@ from workers.dispatch import CeleryDispatcher
 
 pytestmark = pytest.mark.integration
 
-# The shared Redis (``redis_url``): every test here publishes to a queue of its own and removes it.
+# The shared Redis (``redis_url``): every test here publishes to a queue of its own (``queue``).
 BROKER = settings.redis_url
-
-
-@pytest.fixture
-def queue(redis_prefix: str) -> Iterator[str]:
-    name = f"{redis_prefix}-binding"
-    yield name
-    client = redis.Redis.from_url(BROKER)
-    client.delete(name, f"_kombu.binding.{name}", f"_kombu.binding_permanent.{name}")
 
 
 def _messages(queue: str) -> list[dict[str, Any]]:
