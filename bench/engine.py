@@ -9,7 +9,9 @@ a private queue, a fresh PostgreSQL database and Redis db 15 (broker, run lock, 
 its own keys are removed afterwards), then measures, alternating raw and engine samples:
 
 1. **raw floor** — a chain of K no-op Celery tasks, each enqueueing the next (acks_late, prefetch 1,
-   the same producer path the engine uses), K = the number of engine steps of one run;
+   the same producer path and the same Redis transport the engine uses: ``workers.redis_transport``;
+   ``bench/peers.py`` measures the floor on kombu's stock transport), K = the number of engine steps
+   of one run;
 2. **engine** — one scripted agent run of ``--turns`` turns with a no-op tool call between turns
    (K = 2*turns - 1 steps): every step crosses the broker, claims and completes its ledger row and
    persists its message on PostgreSQL (``LUNORA_REDIS_URL`` is set: the Redis run lock is used
