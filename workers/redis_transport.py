@@ -46,17 +46,16 @@ class Channel(kombu_redis.Channel):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
         build = self.Client
-        # Keyed by the pool object; a client keeps its pool alive, so the key is never reused.
-        clients: dict[int, Any] = {}
+        clients: dict[Any, Any] = {}  # pool -> its client (redis-py pools hash by identity)
 
         def client_for(**arguments: Any) -> Any:
             pool = arguments.get("connection_pool")
             if pool is None or not _SHAREABLE_ARGUMENTS.issuperset(arguments):
                 return build(**arguments)
-            shared = clients.get(id(pool))
+            shared = clients.get(pool)
             # A client kombu pinned a connection to (the consumer's BRPOP client) is its owner's alone.
-            if shared is None or shared.connection_pool is not pool or shared.connection is not None:
-                shared = clients[id(pool)] = build(**arguments)
+            if shared is None or shared.connection is not None:
+                shared = clients[pool] = build(**arguments)
             return shared
 
         self.Client = client_for
