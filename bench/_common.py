@@ -9,9 +9,9 @@ the broker and records every step, ``bench/peers.py``'s "durable floor"), with `
 more Redis round trips (a PUBLISH each) and with ``reads=r`` r PostgreSQL reads (a primary-key
 SELECT in autocommit each), so the floor can be given Lunora's round trips one by one; with
 ``overlap=True`` the last write goes out before the next hop's publish and is awaited after it.
-With ``BENCH_STOCK_TRANSPORT`` set, the app keeps kombu's stock Redis transport (the floor's workers
-in ``bench/peers.py``). ``lunora_app`` (for ``LUNORA_APP=_common:lunora_app``) is a ``Lunora`` app
-with one agent whose scripted model calls a no-op tool on every turn but the last.
+With ``BENCH_STOCK_TRANSPORT`` set, the app keeps kombu's stock Redis transport and its ack emulation
+(the floor's workers in ``bench/peers.py``). ``lunora_app`` (for ``LUNORA_APP=_common:lunora_app``)
+is a ``Lunora`` app with one agent whose scripted model calls a no-op tool on every turn but the last.
 
 Environment (set by ``bench/engine.py``): ``BENCH_REDIS_URL`` (where the last hop writes its finish
 time), ``BENCH_TURNS`` (turns per run, default 10), ``BENCH_ENGINE_OPTIONS`` (JSON SQLAlchemy engine
@@ -32,10 +32,16 @@ import redis
 
 from workers.celery_app import app
 
+STOCK_VISIBILITY_TIMEOUT_S = 3600
+"""kombu's default visibility timeout on Redis: the floor's workers run with it, as Celery's users do."""
+
 if os.environ.get("BENCH_STOCK_TRANSPORT"):
-    # The raw-Celery floor runs on kombu's own Redis transport, as a Celery user's would: Lunora's
-    # (workers.redis_transport, picked by make_app) is part of what the engine is measured on.
+    # The raw-Celery floor runs on kombu's own Redis transport with its ack emulation (Celery's
+    # default: an unacked copy of each delivered message, redelivered after an hour), as a Celery
+    # user's would: Lunora's transport and its ack emulation off (make_app, redelivery_options) are
+    # part of what the engine is measured on.
     app.conf.broker_transport = None
+    app.conf.broker_transport_options = {"visibility_timeout": STOCK_VISIBILITY_TIMEOUT_S}
 
 HOP_TASK = "bench.hop"
 AGENT_NAME = "bench"

@@ -142,9 +142,11 @@ class Settings(RagSettings):
     queue: str = Field(default="lunora", validation_alias=AliasChoices("LUNORA_QUEUE", "queue"))
     """The queue every ``lunora.*`` task is routed to and a worker consumes by default."""
     visibility_timeout: int = Field(
-        default=3600, validation_alias=AliasChoices("LUNORA_VISIBILITY_TIMEOUT", "visibility_timeout")
+        default=0, ge=0, validation_alias=AliasChoices("LUNORA_VISIBILITY_TIMEOUT", "visibility_timeout")
     )
-    """Seconds before Redis redelivers an unacknowledged message; longer than the longest step."""
+    """Redis brokers: ``0`` (the default) keeps no broker copy of a delivered message (the step
+    ledger's sweep recovers a message lost with its worker); ``N > 0`` turns on kombu's
+    redelivery of an unacknowledged message after ``N`` seconds (then longer than the longest step)."""
     sweep_interval: float = Field(
         default=5.0, validation_alias=AliasChoices("LUNORA_SWEEP_INTERVAL", "sweep_interval")
     )

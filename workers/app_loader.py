@@ -51,8 +51,11 @@ def get_app() -> Any:
 
 def _check_visibility_timeout(lunora_app: Any) -> None:
     """Warn when a step may outlive the broker's visibility timeout (Redis would redeliver it mid-run;
-    the ledger absorbs the duplicate, but the delivery is wasted and the warning names the fix)."""
+    the ledger absorbs the duplicate, but the delivery is wasted and the warning names the fix).
+    With the timeout 0 (the default) Redis redelivers nothing, so there is nothing to outlive."""
     limit = Settings().visibility_timeout
+    if limit <= 0:
+        return
     for agent in getattr(lunora_app, "registry", {}).values():
         timeout = float(getattr(agent, "step_timeout_s", 0))
         if timeout >= limit:

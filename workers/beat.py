@@ -4,7 +4,8 @@ tick and a wake-up per cron entry (added when beat starts, from ``LUNORA_APP``).
 Run one beat replica (``lunora beat``). The sweep re-enqueues runs whose next step has no live lease
 (a message lost in the broker, a worker killed before it acknowledged), so it only needs to be
 frequent enough to bound that delay. Delayed runs live in the database (``agent_schedules``), never
-in a broker ETA: an ETA longer than the visibility timeout is redelivered again and again.
+in a broker ETA, which the worker that fetched it holds: lost with that worker, or redelivered again
+and again when longer than a visibility timeout.
 
 Delayed runs and cron fires are claimed in the database by the ``lunora.dispatch_due`` tick, so two
 beats by mistake still fire each occurrence once.

@@ -12,9 +12,11 @@ Configuration comes from ``lunora_jobs.config.Settings``:
   transport, without a redis-py client built per publish and per ack).
 - ``LUNORA_QUEUE``: the queue every ``lunora.*`` task is routed to and the worker consumes by default
   (default ``lunora``) — tests and benchmarks isolate themselves with a private name.
-- ``LUNORA_VISIBILITY_TIMEOUT``: seconds before Redis redelivers an unacknowledged message (default
-  3600). It must be longer than the longest step (an agent's ``step_timeout_s``), or a slow step is
-  delivered twice; the ledger then dedupes, but the work is wasted.
+- ``LUNORA_VISIBILITY_TIMEOUT``: on a Redis broker, 0 (the default) keeps no broker copy of a
+  delivered message: a message lost with its worker is re-dispatched by the sweep from the step
+  ledger (see :func:`redelivery_options`). N > 0 turns on kombu's redelivery of an unacknowledged
+  message after N seconds; N must then be longer than the longest step (an agent's
+  ``step_timeout_s``), or a slow step is delivered twice (the ledger dedupes; the work is wasted).
 - ``LUNORA_SWEEP_INTERVAL``: seconds between sweep ticks of beat (default 5, see ``workers.beat``).
 - ``LUNORA_STEP_ROUTES``: step kind -> queue and priority (see ``workers.dispatch``).
 - ``LUNORA_BEAT_SCHEDULE``, ``LUNORA_HEARTBEAT_FILE``: beat's schedule file and the liveness heartbeat
@@ -63,18 +65,44 @@ def require_broker_url(settings: Settings | None = None) -> str:
     return url
 
 
+def redelivery_options(visibility_timeout: int) -> dict[str, Any]:
+    """The broker transport options for ``LUNORA_VISIBILITY_TIMEOUT``.
+
+    0: kombu's ack emulation off. On Redis, kombu otherwise copies every delivered message into an
+    ``unacked`` hash (one round trip from the worker's consumer) and deletes it at the ack (another),
+    to redeliver it if the worker vanishes before acking, once the visibility timeout has passed (an
+    hour by default). The step ledger makes that copy redundant: the sweep re-dispatches a lost
+    message's step once its lease lapsed (a claimed step) or its run was quiet for the sweep's grace
+    (30 s), long before such a redelivery, which the claim would only dedupe. A pool process that
+    dies mid-task still has its message requeued at once by its worker
+    (``task_reject_on_worker_lost``). Without the two round trips the engine's steps/s at 30 runs in
+    flight is 1.10-1.14x (``python bench/redelivery.py``), and a raw Celery hop on these settings and
+    ``workers.redis_transport`` costs 0.64x the stock one (``python bench/peers.py --ladder``, "raw
+    Celery chain on Lunora's Redis transport").
+
+    N > 0: kombu's ack emulation with an N-second visibility timeout (Celery's behaviour; N longer
+    than the longest step, or Redis redelivers a live one).
+    """
+    if visibility_timeout > 0:
+        return {"visibility_timeout": visibility_timeout}
+    return {"ack_emulation": False}
+
+
 def reliability_config(broker_url: str | None, queue: str, visibility_timeout: int) -> dict[str, Any]:
     """The Celery settings behind "a crashed worker or a lost message never loses a run".
 
-    Returned as a plain dict so the benchmark's raw-Celery baseline runs on exactly the same settings.
+    Returned as a plain dict so the benchmark's raw-Celery baseline runs on the same settings.
+    ``visibility_timeout`` 0: on Redis, kombu's ack emulation is off (no broker copy of a delivered
+    message, see ``redelivery_options``); N > 0: kombu redelivers an unacked message after N s.
     """
-    transport_options: dict[str, Any] = {"visibility_timeout": visibility_timeout}
+    transport_options = redelivery_options(visibility_timeout)
+    backend_options = {"visibility_timeout": visibility_timeout} if visibility_timeout > 0 else {}
     return {
         "broker_url": broker_url,
         "broker_connection_retry_on_startup": True,
         "broker_transport_options": transport_options,
         # Same value on both sides, as Celery's docs ask, in case a user turns a result backend on.
-        "result_backend_transport_options": dict(transport_options),
+        "result_backend_transport_options": backend_options,
         # Ack after the step ran, and put the message back when the worker process dies under it:
         # the step ledger turns the resulting redelivery into a replay, never a second execution.
         "task_acks_late": True,

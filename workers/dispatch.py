@@ -87,7 +87,8 @@ class CeleryDispatcher:
 
         A task delayed by a retry's backoff goes out with a countdown of at most ``MAX_COUNTDOWN_S``;
         a longer one is not sent: the ledger holds the step until it is due and the sweep dispatches
-        it then (a long broker ETA would be redelivered past the visibility timeout)."""
+        it then (a long broker ETA is held by one worker: lost with it, or, with a visibility
+        timeout set, redelivered past it)."""
         tasks = [task for task in tasks if task.delay_s <= MAX_COUNTDOWN_S]
         if not tasks:
             return

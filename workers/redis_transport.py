@@ -11,7 +11,9 @@ what every redis-py application does, and it is thread-safe; a client kombu pins
 (``client.connection``, the consumer's BRPOP) is never shared.
 
 Nothing else changes: the messages, keys, acks and visibility timeout are kombu's own, written by
-kombu's own code, so workers and producers on the stock transport interoperate with this one.
+kombu's own code, so workers and producers on the stock transport interoperate with this one. (Its
+ack emulation, the ``unacked`` copy of each delivered message, is a transport option that
+``make_app`` turns off unless ``LUNORA_VISIBILITY_TIMEOUT`` is set: ``celery_app.redelivery_options``.)
 ``make_app`` selects it for ``redis://`` brokers (``broker_transport``); other schemes keep theirs.
 
 The seam is the channel's public ``Client`` attribute (the factory kombu calls with

@@ -114,7 +114,7 @@ def kill_one(
     fleet: Fleet, rng: random.Random, started: float, replace: Callable[[], Any] | None = None
 ) -> dict[str, Any]:
     """SIGKILL one randomly chosen pool process (an OOM kill: the worker replaces it and requeues its
-    message) or worker group (a lost machine: its unacked messages stay with the broker), and start a
+    message) or worker group (a lost machine: the messages it held are lost with it), and start a
     replacement for a lost worker (``replace``, default: a 2-process worker, started before this
     returns). The last worker that consumes is never lost whole. ``pids``: every process killed (a
     worker's own and its pool's)."""

@@ -49,7 +49,7 @@ def test_flush_mid_run_loses_queued_tool_calls_and_the_sweep_recovers_them(
         run_id = fleet.start_run("lossy")
         assert fleet.wait_entered(1) == ["tool:block:l1"]
         assert fleet.broker.llen(fleet.queue) == 2
-        flush_owned(fleet.broker)  # l2 and l3 are lost, and so is l1's unacked copy
+        flush_owned(fleet.broker)  # l2 and l3 are lost (l1 has no broker copy)
         fleet.release()
 
         with fleet.sweeping(every=0.5) as tick:

@@ -8,7 +8,7 @@ sweep tick.
 
 Four runs of the ``recover`` agent (default ``step_timeout_s``: 300 s) each block in their ``gate``
 tool, one per pool process of two workers. Then one whole worker group is SIGKILLed (a lost machine:
-its messages stay unacknowledged in the broker) and one pool process of the other (an OOM kill: the
+the messages it held are lost with it) and one pool process of the other (an OOM kill: the
 message is requeued, and its redelivery meets the dead attempt's lease and is dropped as ``busy``).
 The gates open, a replacement worker starts, and the sweep ticks at beat's default interval (5 s)
 with the engine's default grace (30 s). Bound: every run's gate step is completed within 15 s of the

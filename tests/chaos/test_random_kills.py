@@ -4,7 +4,7 @@ Two workers (two pool processes each) work through ``RUNS`` runs of the ``soak``
 of three parallel ``slow`` calls, then a final answer). Every ``0.4``-``1.6`` s the chaos loop picks,
 with ``random.Random(SEED)``, either one pool process (an OOM kill: the worker replaces it and, with
 ``task_reject_on_worker_lost``, requeues its message) or a whole worker process group (a lost
-machine: its unacked messages stay with the broker) and SIGKILLs it, starting a replacement worker
+machine: the messages it held are lost with it) and SIGKILLs it, starting a replacement worker
 for a lost one. The loop stops by itself once every run is finished, after ``MAX_KILLS`` kills or
 after ``CHAOS_S`` seconds; the sweep then recovers whatever the kills stranded.
 

@@ -29,7 +29,9 @@ class HitlFleet(WorkerFleet):
                          prefix=prefix, env={"HITL_REDIS_URL": redis_url, "HITL_PREFIX": prefix})
 
     def broker_backlog(self) -> dict[str, int]:
-        """Messages waiting in the queue and delivered-but-unacked ones (a task in progress)."""
+        """Messages waiting in the queue and Celery's ``unacked`` copies (only with
+        ``LUNORA_VISIBILITY_TIMEOUT`` set; by default a task in progress is in its worker's memory
+        alone, and its step's live lease in the ledger is what shows it)."""
         waiting = sum(int(self.redis.llen(k)) for k in self.redis.scan_iter(f"{self.queue}*"))
         return {"queued": waiting, "unacked": int(self.redis.hlen("unacked"))}
 

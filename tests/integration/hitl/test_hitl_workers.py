@@ -20,7 +20,7 @@ def test_an_approval_leaves_the_worker_idle_and_an_approval_from_elsewhere_runs_
     fleet.start_worker()
     handle = fleet.app.agents.payer.run(input="charge 9000", thread_key="t-approve", owner="u7")
     run = fleet.wait_status(handle.id, "awaiting_input")
-    # Hibernated: nothing in the broker (not even unacked), no live lease, the tool never ran.
+    # Hibernated: nothing in the broker, no live lease (no step in progress), the tool never ran.
     fleet.wait_for("the worker to go idle", lambda: _idle(fleet, handle.id), timeout=15)
     assert fleet.app.threads.get("t-approve", viewer="u7").status == "awaiting_input"
     assert fleet.redis.llen(fleet.key("charges")) == 0

@@ -9,11 +9,13 @@ from typing import Any
 import pytest
 import redis
 import redis.connection
+from pydantic import ValidationError
 from suite_settings import settings
 
+from lunora_jobs.config import Settings
 from lunora_jobs.engine.dispatch import Dispatcher, StepTask
 from workers.beat import app_entries, beat_schedule, cron_entries
-from workers.celery_app import app, main, reliability_config
+from workers.celery_app import app, main, make_app, reliability_config
 from workers.dispatch import CeleryDispatcher
 
 pytestmark = pytest.mark.integration
@@ -38,8 +40,8 @@ def test_reliability_config_is_at_least_once() -> None:
     assert conf["task_reject_on_worker_lost"] is True
     assert conf["worker_prefetch_multiplier"] == 1
     assert conf["task_ignore_result"] is True
-    assert conf["broker_transport_options"]["visibility_timeout"] == 7200
-    assert conf["result_backend_transport_options"]["visibility_timeout"] == 7200
+    assert conf["broker_transport_options"] == {"visibility_timeout": 7200}  # kombu's ack emulation
+    assert conf["result_backend_transport_options"] == {"visibility_timeout": 7200}
     assert conf["worker_cancel_long_running_tasks_on_connection_loss"] is True
     assert conf["worker_soft_shutdown_timeout"] > 0
     assert conf["task_default_queue"] == "q1" and conf["task_routes"] == {"lunora.*": {"queue": "q1"}}
@@ -47,6 +49,21 @@ def test_reliability_config_is_at_least_once() -> None:
     # The live app carries the same settings.
     assert app.conf.task_acks_late and app.conf.task_reject_on_worker_lost
     assert app.conf.worker_prefetch_multiplier == 1
+
+
+def test_by_default_redis_keeps_no_copy_of_a_delivered_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``LUNORA_VISIBILITY_TIMEOUT`` unset (0): kombu's ack emulation is off, nothing to time out."""
+    monkeypatch.delenv("LUNORA_VISIBILITY_TIMEOUT", raising=False)
+    assert Settings().visibility_timeout == 0
+    conf = reliability_config("redis://x/0", "q1", 0)
+    assert conf["broker_transport_options"] == {"ack_emulation": False}
+    assert conf["result_backend_transport_options"] == {}
+    assert conf["task_acks_late"] is True and conf["task_reject_on_worker_lost"] is True
+    built = make_app("redis://127.0.0.1:6379/0", "q1")
+    assert built.conf.broker_transport_options == {"ack_emulation": False}
+    monkeypatch.setenv("LUNORA_VISIBILITY_TIMEOUT", "-1")
+    with pytest.raises(ValidationError):
+        Settings()
 
 
 def test_the_lunora_tasks_are_registered_under_their_names() -> None:
@@ -195,6 +212,11 @@ def test_a_step_that_can_outlive_the_visibility_timeout_is_reported(
 
     assert len(caplog.records) == 1
     assert "'slow'" in caplog.text and "LUNORA_VISIBILITY_TIMEOUT" in caplog.text
+    caplog.clear()
+    monkeypatch.delenv("LUNORA_VISIBILITY_TIMEOUT")  # the default, 0: Redis redelivers nothing
+    with caplog.at_level("WARNING", logger="workers.app_loader"):
+        _check_visibility_timeout(lunora)
+    assert caplog.records == []
 
 
 def test_the_workers_memory_of_cancelled_runs_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
