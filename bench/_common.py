@@ -30,7 +30,7 @@ from typing import Any
 
 import redis
 
-from workers.celery_app import app
+from workers.celery_app import app, redelivery_options
 
 STOCK_VISIBILITY_TIMEOUT_S = 3600
 """kombu's default visibility timeout on Redis: the floor's workers run with it, as Celery's users do."""
@@ -41,7 +41,7 @@ if os.environ.get("BENCH_STOCK_TRANSPORT"):
     # user's would: Lunora's transport and its ack emulation off (make_app, redelivery_options) are
     # part of what the engine is measured on.
     app.conf.broker_transport = None
-    app.conf.broker_transport_options = {"visibility_timeout": STOCK_VISIBILITY_TIMEOUT_S}
+    app.conf.broker_transport_options = redelivery_options(STOCK_VISIBILITY_TIMEOUT_S)
 
 HOP_TASK = "bench.hop"
 AGENT_NAME = "bench"
