@@ -25,9 +25,12 @@ turn but the last calls a no-op tool, so a run is ``2*turns - 1`` steps: turns a
    minus its CPU is mostly the wait on the server.
 
 4. **the server's floor**: median ms of a read (``SELECT 1``) and of a durable commit (a one-row
-   autocommit INSERT, which waits for the WAL flush) on the same PostgreSQL. A step makes two
-   durable commits (its claim, its completion): on a disk whose flush costs about a raw Celery hop,
-   that, not the Python, is what keeps a step above the floor.
+   autocommit INSERT, which waits for the WAL flush) on the same PostgreSQL.
+5. **the WAL flushes, ablated**: the phases again, alternating with runs whose sessions set
+   ``synchronous_commit = off`` (a diagnostic only: the engine never runs so, a crash would lose
+   claims). A step makes two durable commits (its claim, its completion); the difference in their
+   phases is what waiting for the two flushes costs a step, on this disk and under this load. The
+   idle probe of 4. understates it: a step's commits write more WAL than a one-row INSERT.
 
 The app publishes live notices on Redis (``RedisEventBus``), as every app with ``LUNORA_REDIS_URL``
 does, so the notice PUBLISH is counted and timed.
@@ -262,6 +265,32 @@ def time_phases(db_url: str, queue: str, prefix: str, args: Any) -> dict[str, di
             for kind, rows in samples.items()}
 
 
+ASYNC_COMMIT = "options=-csynchronous_commit%3Doff"
+"""A libpq connection option: every session of the ablation commits without waiting for the flush."""
+
+
+def flush_ablation(
+    db_url: str, queue: str, prefix: str, args: Any, rounds: int = 2,
+) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, dict[str, tuple[float, float]]]]:
+    """``time_phases`` durable and with ``ASYNC_COMMIT``, alternating ``rounds`` times (the machine's
+    load drifts); the mean of each."""
+    unflushed_url = db_url + ("&" if "?" in db_url else "?") + ASYNC_COMMIT
+    durable = [time_phases(db_url, queue, prefix, args)]
+    ablated = [time_phases(unflushed_url, queue, prefix, args)]
+    for _ in range(rounds - 1):
+        durable.append(time_phases(db_url, queue, prefix, args))
+        ablated.append(time_phases(unflushed_url, queue, prefix, args))
+    return _mean_phases(durable), _mean_phases(ablated)
+
+
+def _mean_phases(
+    samples: list[dict[str, dict[str, tuple[float, float]]]],
+) -> dict[str, dict[str, tuple[float, float]]]:
+    return {kind: {p: (statistics.mean(s[kind][p][0] for s in samples),
+                       statistics.mean(s[kind][p][1] for s in samples)) for p in PHASES}
+            for kind in samples[0]}
+
+
 def server_floor(db_url: str, samples: int = 200) -> tuple[float, float]:
     """Median ms of a read and of a durable one-row commit (WAL flush) on the bench's database."""
     engine = sa.create_engine(db_url, isolation_level="AUTOCOMMIT")
@@ -299,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         trips = count_trips(db_url, queue, prefix, args)
         ms = time_steps(db_url, queue, prefix, args)
-        phases = time_phases(db_url, queue, prefix, args)
+        phases, unflushed = flush_ablation(db_url, queue, prefix, args)
         read_ms, commit_ms = server_floor(db_url)
     finally:
         client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT)
@@ -323,8 +352,14 @@ def main(argv: list[str] | None = None) -> int:
     for kind in sorted(phases):
         print(f"  {kind:5s}: " + "".join(f"{w:8.2f}/{c:<7.2f}" for w, c in phases[kind].values()))
     print(f"server floor: a read {read_ms:.2f} ms, a durable commit (WAL flush) {commit_ms:.2f} ms "
-          f"(medians); a step makes 2 durable commits (claim, completion): {2 * commit_ms:.2f} ms of "
-          "waiting per step")
+          "(medians, idle one-row probes)")
+    print("the WAL flushes, ablated (synchronous_commit = off; a diagnostic, never the engine's setting):")
+    for kind in sorted(phases):
+        durable, ablated = phases[kind], unflushed[kind]
+        waits = {p: durable[p][0] - ablated[p][0] for p in ("claim+read", "completion")}
+        print(f"  {kind:5s}: claim+read {durable['claim+read'][0]:.2f} -> {ablated['claim+read'][0]:.2f} ms, "
+              f"completion {durable['completion'][0]:.2f} -> {ablated['completion'][0]:.2f} ms: "
+              f"{sum(waits.values()):.2f} ms per step waits for its 2 flushes")
     return 0
 
 

@@ -6,11 +6,11 @@ tool calls sent as ONE pipelined Redis round trip. The message carries only ``(r
 worker reads everything else from the database.
 
 Messages go through Celery's and kombu's public publish path (``amqp.send_task_message``), never a
-hand-built broker envelope or a patched kombu channel: kombu's ``Producer.publish`` costs ~0.4 ms of
-Python per message on Redis (entity copies for ``maybe_declare``, its retry wrapper), but a shortcut
-through kombu's internals would break silently on a kombu upgrade. On a ``redis://`` broker the app's
-transport (``workers.redis_transport``) spares each publish the redis-py client kombu would build
-for it (redis/redis-py#3624).
+hand-built broker envelope or a patched kombu channel: a shortcut through kombu's internals would
+break silently on a kombu upgrade. Two costs of that path are spared through its public arguments:
+on a ``redis://`` broker the app's transport (``workers.redis_transport``) spares each publish the
+redis-py client kombu would build for it (redis/redis-py#3624), and a queue is declared once per
+broker channel, not on every publish (``_Declarations``).
 
 ``Lunora.from_env`` builds it when ``CELERY_BROKER_URL`` is set (env ``LUNORA_DISPATCHER`` can name
 another class). ``LUNORA_STEP_ROUTES`` sends the steps of a kind to another queue, with a priority
@@ -26,6 +26,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,6 +50,30 @@ MAX_COUNTDOWN_S = 60.0
 
 
 _apps: dict[tuple[str, str], Celery] = {}
+
+
+class _Declarations:
+    """Which queues were declared on which broker channel.
+
+    Left to itself, ``send_task_message`` asks kombu to declare the queue on every publish; kombu's
+    cache then skips the declaration, but only after copying the queue and its exchange and binding
+    the copies to the channel: ~0.12 ms of CPU of a ~0.55 ms publish (``python bench/publish.py``).
+    Past the first publish of a queue on a channel, ``declare=[]`` (a public argument) skips that.
+    A reconnect gives the producer a new channel, whose first publish declares again, as kombu
+    would (its cache is per connection and cleared on a reconnect).
+    """
+
+    def __init__(self) -> None:
+        self._queues: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+    def before(self, producer: Any, queue: str) -> list[Any] | None:
+        """``declare`` for a publish of ``queue``: None (Celery declares it) or [] (already done)."""
+        declared = self._queues.get(producer.channel)
+        return [] if declared is not None and queue in declared else None
+
+    def after(self, producer: Any, queue: str) -> None:
+        """Record that a publish of ``queue`` on the producer's channel went out."""
+        self._queues.setdefault(producer.channel, set()).add(queue)
 
 
 def _app_for(broker_url: str, queue: str) -> Celery:
@@ -81,6 +106,7 @@ class CeleryDispatcher:
         configured = settings.step_routes if routes is None else routes
         self.routes: dict[str, StepRoute] = {str(kind): route for kind, route in configured.items()}
         """Step route -> queue and priority (``LUNORA_STEP_ROUTES``); other routes go to ``queue``."""
+        self._declarations = _Declarations()
 
     def dispatch(self, tasks: Sequence[StepTask]) -> None:
         """Send ``tasks`` through one pooled producer; several go out in one pipelined round trip.
@@ -114,10 +140,14 @@ class CeleryDispatcher:
         name, message = self._message(task)
         amqp = self.app.amqp
         route = self.routes.get(task.kind)
+        queue = self.queue if route is None else route.queue
+        declare = self._declarations.before(producer, queue)
         if route is None:
-            amqp.send_task_message(producer, name, message, queue=self.queue)
+            amqp.send_task_message(producer, name, message, queue=queue, declare=declare)
         else:
-            amqp.send_task_message(producer, name, message, queue=route.queue, priority=route.priority)
+            amqp.send_task_message(producer, name, message, queue=queue, declare=declare,
+                                   priority=route.priority)
+        self._declarations.after(producer, queue)
 
     def revoke(self, run_id: str) -> None:
         """Best-effort: tell the workers to drop queued tasks of ``run_id`` (a broadcast, no reply).
