@@ -46,12 +46,14 @@ class FloorSystem:
 class DurableFloorSystem(FloorSystem):
     """The floor's chains with ``writes`` durable writes per hop (``_common.HOPS_TABLE_DDL``, created
     on ``database_url``), ``notices`` more Redis round trips and ``reads`` PostgreSQL reads; with
-    ``overlap`` the last write runs under the publish of the next hop. One write, nothing else: one
-    round trip and one WAL flush, the least a step can add to a broker hop in any system that records
-    every step before the next may start."""
+    ``overlap`` the last write runs under the publish of the next hop; ``transport`` names the
+    workers' transport in the row when it is not the floor's (kombu's stock one). One write, nothing
+    else: one round trip and one WAL flush, the least a step can add to a broker hop in any system
+    that records every step before the next may start."""
 
     def __init__(self, steps: int, queues: Mapping[int, str], database_url: str, writes: int = 1,
-                 notices: int = 0, reads: int = 0, overlap: bool = False) -> None:
+                 notices: int = 0, reads: int = 0, overlap: bool = False, transport: str | None = None
+                 ) -> None:
         import _common
 
         super().__init__(steps, queues)
@@ -59,7 +61,8 @@ class DurableFloorSystem(FloorSystem):
         self.name = f"floor + {writes} durable write{'s' if writes > 1 else ''}" + (
             " (the last under the publish)" if overlap else "") + (
             f" + {reads} read{'s' if reads > 1 else ''}" if reads else "") + (
-            f" + {notices} Redis round trip{'s' if notices > 1 else ''}" if notices else "") + "/hop"
+            f" + {notices} Redis round trip{'s' if notices > 1 else ''}" if notices else "") + "/hop" + (
+            f" on {transport}" if transport else "")
         engine = sa.create_engine(database_url)
         with engine.begin() as conn:
             conn.execute(sa.text(_common.HOPS_TABLE_DDL))

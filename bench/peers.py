@@ -8,7 +8,9 @@
                                    # Lunora's round trips one by one: a claim, a completion, the notice;
                                    # then those of a claim held in Redis: a read, a write, 2 Redis;
                                    # then today's with the completion's commit under the publish;
-                                   # and the raw chain on Lunora's Redis transport
+                                   # and the raw chain on Lunora's Redis transport, with rungs
+                                   # of its own there (LADDER_ON_OURS): 1 write; a read + 1 write
+                                   # (a single-commit step); + the notice; today's round trips
 
 Every system runs the same workflow of K sequential no-op steps (default K = 11: a Lunora run is T
 model turns with a no-op tool call between them, 2T - 1 steps, so K is odd), durably, on the same
@@ -67,6 +69,12 @@ the work, then with Lunora's live notice too (Lunora's round trips today); then 
 step whose claim is held in Redis (a read and the completion on PostgreSQL, the claim and the notice
 on Redis); last, today's round trips with the completion's commit awaited only after the next step
 is published (its round trip and WAL flush hidden under the publish)."""
+LADDER_ON_OURS = ((1, 0, 0, False), (1, 0, 1, False), (1, 1, 1, False), (2, 1, 0, False))
+"""Rungs on the Lunora workers (Lunora's Redis transport, its ack emulation off), which the engine
+crosses: the least a durable step costs there; a read before the work and one durable write (the
+round trips of a single-commit step, whose successor's claim is written with its completion); the
+same with the live notice; today's round trips. What is left between a rung and Lunora Jobs is the
+engine's own work, measured on the broker path Lunora runs on."""
 FLOOR_ON_LUNORA_TRANSPORT = "raw Celery chain on Lunora's Redis transport"
 """With ``--ladder``: the floor's chain on the Lunora workers, whose Redis transport builds no redis-py
 client per publish and per ack (``workers.redis_transport``): that transport's share of the gap."""
@@ -87,7 +95,8 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="also the durable floor with 2 durable writes per hop, then with a Redis "
                              "round trip more (Lunora's round trips one by one), and with a claim held "
                              "in Redis's (a read, a write, 2 Redis round trips), and today's with the "
-                             "completion's commit awaited after the next hop's publish, side by side")
+                             "completion's commit awaited after the next hop's publish, side by side; "
+                             "and rungs on Lunora's own transport (LADDER_ON_OURS)")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"comma-separated, of {', '.join(SYSTEMS)} (the floor is always measured)")
     args = parser.parse_args(argv)
@@ -150,6 +159,10 @@ class Bench:
             # What Lunora's Redis transport alone does to the floor (the Lunora workers run it).
             on_ours = FloorSystem(self.steps, self.queues, name=FLOOR_ON_LUNORA_TRANSPORT)
             self._add(on_ours, self._worker_owner)
+            for writes, notices, reads, overlap in LADDER_ON_OURS:
+                rung = DurableFloorSystem(self.steps, self.queues, database_url, writes, notices, reads,
+                                          overlap, transport="Lunora's transport")
+                self._add(rung, self._worker_owner)
         if "lunora" in wanted:
             self._add(LunoraSystem(self.steps, self.queues, env["CELERY_BROKER_URL"]), self._worker_owner)
         starters: list[Callable[[], Any]] = []
