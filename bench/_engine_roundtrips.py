@@ -28,6 +28,12 @@ class _Collecting:
         self.inner.dispatch(tasks)
         self.pending.extend(tasks)
 
+    def dispatch_and_publish(self, tasks: Any, publish: Any) -> bool:
+        """The live notice rides with the enqueue, as with ``CeleryDispatcher`` itself."""
+        carried = bool(self.inner.dispatch_and_publish(tasks, publish))
+        self.pending.extend(tasks)
+        return carried
+
     def revoke(self, run_id: str) -> None:
         self.inner.revoke(run_id)
 

@@ -19,10 +19,11 @@ turn but the last calls a no-op tool, so a run is ``2*turns - 1`` steps: turns a
    ``claim+read`` (the store calls before the work: run read, claim, history / turn memo — fused in
    one round trip on PostgreSQL), ``model/tool`` (the scripted model's ``generate`` or the no-op
    tool), ``completion`` (the store calls recording the result, with the fan-in read), ``dispatch``
-   (the broker publish of what follows), ``notice`` (the live-message PUBLISH of ``MessageNotices``)
-   and ``python`` (everything else: the engine's own code — planning, prompt and message building,
-   hooks). A store call's CPU is its Python (parameters, row decoding, pool checkout); its wall time
-   minus its CPU is mostly the wait on the server.
+   (the broker publish of what follows, with the step's live notice pipelined after it), ``notice``
+   (a live notice's PUBLISH of its own: a step that enqueued nothing) and ``python`` (everything
+   else: the engine's own code — planning, prompt and message building, hooks). A store call's
+   CPU is its Python (parameters, row decoding, pool checkout); its wall time minus its CPU is
+   mostly the wait on the server.
 
 4. **the server's floor**: median ms of a read (``SELECT 1``) and of a durable commit (a one-row
    autocommit INSERT, which waits for the WAL flush) on the same PostgreSQL.
@@ -33,7 +34,7 @@ turn but the last calls a no-op tool, so a run is ``2*turns - 1`` steps: turns a
    idle probe of 4. understates it: a step's commits write more WAL than a one-row INSERT.
 
 The app publishes live notices on Redis (``RedisEventBus``), as every app with ``LUNORA_REDIS_URL``
-does, so the notice PUBLISH is counted and timed.
+does, so the notice PUBLISH is counted and timed (on the broker's server, it rides with the enqueue).
 
 ``--portable`` is an ablation: the store's portable completion (a transaction of five statements)
 instead of the one-statement completion and the pipelined claim/fan-in reads of PostgreSQL.
@@ -78,6 +79,12 @@ class CollectingDispatcher:
         """Publish, then remember the tasks to run them here."""
         self.inner.dispatch(tasks)
         self.pending.extend(tasks)
+
+    def dispatch_and_publish(self, tasks: Sequence[Any], publish: Any) -> bool:
+        """Publish with the live notice riding along, as ``CeleryDispatcher`` does; remember the tasks."""
+        carried = bool(self.inner.dispatch_and_publish(tasks, publish))
+        self.pending.extend(tasks)
+        return carried
 
     def revoke(self, run_id: str) -> None:
         """Nothing to revoke: the queue is never consumed."""
@@ -133,8 +140,11 @@ class PhaseClock:
         agent.model.generate = self.timed("model/tool", "generate", agent.model.generate)
         tool = agent.tools["noop"]
         object.__setattr__(tool, "execute", self.timed("model/tool", "noop", tool.execute))
-        dispatcher.inner.dispatch = self.timed("dispatch", "dispatch", dispatcher.inner.dispatch)
+        inner = dispatcher.inner
+        inner.dispatch = self.timed("dispatch", "dispatch", inner.dispatch)
+        inner.dispatch_and_publish = self.timed("dispatch", "dispatch", inner.dispatch_and_publish)
         app.events.publish = self.timed("notice", "publish", app.events.publish)
+        app.events.send = self.timed("notice", "send", app.events.send)
 
 
 def build_agent(turns: int) -> Any:

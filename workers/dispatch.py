@@ -1,15 +1,18 @@
 """``CeleryDispatcher``: the production ``Dispatcher`` — step tasks go to the broker.
 
-This is on the hot path of every step, so it stays lean: one pooled producer (and connection) per
-call, a deterministic task id (``<run_id>:<step>``), no result backend, and a fan-out of several
-tool calls sent as ONE pipelined Redis round trip. The message carries only ``(run_id, step)``; the
-worker reads everything else from the database.
+This is on the hot path of every step, so it stays lean: a deterministic task id
+(``<run_id>:<step>``), no result backend, and a fan-out of several tool calls sent as ONE pipelined
+round trip. The message carries only ``(run_id, step)``; the worker reads everything else from the
+database. Celery builds every message (``amqp.create_task_message``).
 
-Messages go through Celery's and kombu's public publish path (``amqp.send_task_message``), never a
-hand-built broker envelope or a patched kombu channel: a shortcut through kombu's internals would
-break silently on a kombu upgrade. Two costs of that path are spared through its public arguments:
-on a ``redis://`` broker the app's transport (``workers.redis_transport``) spares each publish the
-redis-py client kombu would build for it (redis/redis-py#3624), and a queue is declared once per
+On a plain ``redis://`` broker (Lunora's transport) the messages go straight onto their queue's key
+as the envelope kombu would write (``workers.redis_publish``, pinned to kombu's by a test), with the
+step's live notice pipelined after them when the event bus publishes on the same Redis server
+(``dispatch_and_publish``, ``engine/notices.py``): one round trip per step for both, and no kombu
+producer pool, retry wrapper or channel put (~0.3 ms of CPU per step).
+
+Other brokers, and kinds routed to a queue of their own (``LUNORA_STEP_ROUTES``), go through
+Celery's and kombu's public publish path (``amqp.send_task_message``), with a queue declared once per
 broker channel, not on every publish (``_Declarations``).
 
 ``Lunora.from_env`` builds it when ``CELERY_BROKER_URL`` is set (env ``LUNORA_DISPATCHER`` can name
@@ -34,8 +37,11 @@ from celery import Celery
 
 from lunora_jobs.config import Settings, StepRoute
 from lunora_jobs.engine.dispatch import StepTask
+from lunora_jobs.engine.events import RedisPublish
+from workers import redis_publish
 from workers.celery_app import app as default_app
 from workers.celery_app import make_app, require_broker_url
+from workers.redis_publish import RedisPublisher, kombu_envelope
 from workers.revocations import RUN_STAMP
 
 __all__ = ["MAX_COUNTDOWN_S", "OTHER_STEP_TASK", "RUN_STAMP", "TASK_FOR_KIND", "CeleryDispatcher"]
@@ -107,17 +113,40 @@ class CeleryDispatcher:
         self.routes: dict[str, StepRoute] = {str(kind): route for kind, route in configured.items()}
         """Step route -> queue and priority (``LUNORA_STEP_ROUTES``); other routes go to ``queue``."""
         self._declarations = _Declarations()
+        self._direct = RedisPublisher(str(app.conf.broker_url)) if redis_publish.serves(app) else None
+        """Where messages go straight onto their queue's key (``workers.redis_publish``), else None."""
 
     def dispatch(self, tasks: Sequence[StepTask]) -> None:
-        """Send ``tasks`` through one pooled producer; several go out in one pipelined round trip.
+        """Send ``tasks`` in one round trip (several go out pipelined).
 
         A task delayed by a retry's backoff goes out with a countdown of at most ``MAX_COUNTDOWN_S``;
         a longer one is not sent: the ledger holds the step until it is due and the sweep dispatches
         it then (a long broker ETA is held by one worker: lost with it, or, with a visibility
         timeout set, redelivered past it)."""
+        self._dispatch(tasks, None)
+
+    def dispatch_and_publish(self, tasks: Sequence[StepTask], publish: RedisPublish) -> bool:
+        """``dispatch``, with ``publish`` (a live notice) pipelined after the enqueue when it is for the
+        broker's own Redis server: True when it went out, False when the caller is to send it."""
+        return self._dispatch(tasks, publish)
+
+    def _dispatch(self, tasks: Sequence[StepTask], publish: RedisPublish | None) -> bool:
         tasks = [task for task in tasks if task.delay_s <= MAX_COUNTDOWN_S]
-        if not tasks:
-            return
+        direct = self._direct
+        if direct is not None and not any(task.kind in self.routes for task in tasks):
+            riding = [publish] if publish is not None and publish.server == direct.server else []
+            if tasks or riding:
+                queue = self.queue
+                envelopes = [(queue, kombu_envelope(self._message(task)[1], queue)) for task in tasks]
+                direct.send(envelopes, riding)
+            return bool(riding)
+        if tasks:
+            self._through_kombu(tasks)
+        return False
+
+    def _through_kombu(self, tasks: Sequence[StepTask]) -> None:
+        """Celery's publish path: a routed kind (its queue and priority) or a broker that is not a
+        plain Redis on Lunora's transport."""
         with self.app.producer_or_acquire() as producer:
             batch = getattr(producer, "batch", None)
             scope = batch() if len(tasks) > 1 and batch is not None else contextlib.nullcontext()

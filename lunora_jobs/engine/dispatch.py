@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from lunora_jobs.engine.events import RedisPublish
+
 TaskRoute = str
 """Which task runs a step: ``turn`` and ``tool`` have Celery tasks of their own, every other route
 (``memory``, ``step``, ...) goes to the generic one. Each step kind names its route."""
@@ -47,6 +49,18 @@ class Dispatcher(Protocol):
 
     def revoke(self, run_id: str) -> None:
         """Best-effort: drop queued tasks of ``run_id`` (cancellation). The ledger stays the authority."""
+        ...
+
+
+@runtime_checkable
+class PublishCarrier(Protocol):
+    """A ``Dispatcher`` that can send an event bus's prepared PUBLISH in its enqueue's round trip
+    (``workers.dispatch.CeleryDispatcher`` on a Redis broker): a step's live notice then costs no
+    round trip of its own (``engine/notices.py``)."""
+
+    def dispatch_and_publish(self, tasks: Sequence[StepTask], publish: RedisPublish) -> bool:
+        """Enqueue ``tasks``, then ``publish`` in the same round trip when it is for the broker's own
+        Redis server: True when it went out, False when the caller is to send it."""
         ...
 
 

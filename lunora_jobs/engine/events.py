@@ -22,7 +22,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from lunora_jobs.engine.keys import DEFAULT_PREFIX, thread_events_channel
@@ -79,6 +80,23 @@ class LocalEventBus:
                 log.exception("lunora: an event listener raised; the event was still published")
 
 
+@dataclass(frozen=True, slots=True)
+class RedisPublish:
+    """One PUBLISH of a ``RedisEventBus``, prepared but not sent: a dispatcher on the same Redis server
+    (``server``, see ``redis_server``) sends it in the round trip of its enqueue
+    (``engine.dispatch.PublishCarrier``); otherwise ``RedisEventBus.send`` does."""
+
+    server: tuple[Any, ...]
+    channel: str
+    payload: str
+
+
+def redis_server(connection_kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Which Redis server a redis-py pool with ``connection_kwargs`` reaches: host, port, user,
+    password, socket path. The db is left out: a PUBLISH reaches the server's subscribers of every db."""
+    return tuple(connection_kwargs.get(key) for key in ("host", "port", "username", "password", "path"))
+
+
 class RedisEventBus(LocalEventBus):
     """Local listeners plus ``PUBLISH <prefix>:events:thread:<key> <json>`` (one round trip).
 
@@ -91,6 +109,10 @@ class RedisEventBus(LocalEventBus):
         super().__init__()
         self.client = client
         self.prefix = prefix
+        pool = getattr(client, "connection_pool", None)
+        self.server: tuple[Any, ...] | None = (
+            redis_server(pool.connection_kwargs) if pool is not None else None)
+        """The Redis server this bus publishes to (``redis_server``); None for a client without a pool."""
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX) -> RedisEventBus:
@@ -101,11 +123,19 @@ class RedisEventBus(LocalEventBus):
 
     def publish(self, thread_key: str, event: Event) -> None:
         """Publish locally, then on the thread's channel (a Redis failure is logged, not raised)."""
-        import redis
+        self.send(self.prepare(thread_key, event))
 
+    def prepare(self, thread_key: str, event: Event) -> RedisPublish:
+        """Publish locally now; return the Redis half of ``publish`` for ``send`` or a dispatcher."""
         super().publish(thread_key, event)
         payload = json.dumps({**event, "thread_key": thread_key}, default=str)
+        return RedisPublish(self.server or (), thread_events_channel(self.prefix, thread_key), payload)
+
+    def send(self, prepared: RedisPublish) -> None:
+        """The PUBLISH of ``prepared`` (a Redis failure is logged, not raised)."""
+        import redis
+
         try:
-            self.client.publish(thread_events_channel(self.prefix, thread_key), payload)
+            self.client.publish(prepared.channel, prepared.payload)
         except redis.RedisError:
-            log.warning("lunora: could not publish a live update for thread %r", thread_key, exc_info=True)
+            log.warning("lunora: could not publish a live update on %r", prepared.channel, exc_info=True)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.dispatch import StepTask, runs_inline
+from lunora_jobs.engine.notices import Notice, publish, send
 from lunora_jobs.store.records import OutboxEntry
 
 log = logging.getLogger(__name__)
@@ -36,18 +37,21 @@ def outbox_entries(deps: EngineDeps, agent: str, tasks: Sequence[StepTask]) -> t
     return tuple(OutboxEntry(task.run_id, task.step, task.kind, agent) for task in tasks)
 
 
-def send_started(deps: EngineDeps, run_id: str, tasks: Sequence[StepTask]) -> bool:
-    """Send a started run's first dispatch and delete its outbox rows. False when the dispatcher
-    raised (a broker outage): the rows stay, the sweep sends them later, and the caller still returns
-    the run's handle — the run is recorded and will execute. A dispatcher that runs the steps inline
-    is simply called: what it raises comes from running the run, not from sending it."""
-    if not tasks:
-        return True
-    if runs_inline(deps.dispatcher):
-        deps.dispatcher.dispatch(tasks)
+def send_started(
+    deps: EngineDeps, run_id: str, tasks: Sequence[StepTask], notice: Notice | None = None
+) -> bool:
+    """Send a started run's first dispatch (with ``notice``, its status event, riding along: see
+    ``notices.send``) and delete its outbox rows. False when the dispatcher raised (a broker outage):
+    the rows stay, the sweep sends them later, and the caller still returns the run's handle — the
+    run is recorded and will execute. A dispatcher that runs the steps inline is simply called, after
+    the notice: what it raises comes from running the run, not from sending it."""
+    if not tasks or runs_inline(deps.dispatcher):
+        publish(deps, notice)
+        if tasks:
+            deps.dispatcher.dispatch(tasks)
         return True
     try:
-        deps.dispatcher.dispatch(tasks)
+        send(deps, tasks, notice)
     except Exception as exc:  # any failure to send: the outbox row is the durable request
         log.warning("lunora: run %s is recorded but its first step was not sent (%s: %s); the sweep "
                     "sends it once the broker is reachable", run_id, type(exc).__name__, exc)

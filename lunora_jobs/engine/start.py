@@ -21,6 +21,7 @@ from lunora_jobs.engine.admission import admit
 from lunora_jobs.engine.cancel import cancel_run
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.handover import input_text, promote_next, user_message
+from lunora_jobs.engine.notices import Notice
 from lunora_jobs.engine.outbox import outbox_entries, send_started
 from lunora_jobs.engine.plan import plan_start
 from lunora_jobs.engine.runinfo import RunInfo, run_info
@@ -124,8 +125,9 @@ def start_run(
             store.release_thread(thread.id, run_id)
         raise
     if owns:
-        deps.events.publish(key, {"type": "status", "status": "running", "run_id": run_id})
-        send_started(deps, run_id, first)  # a broker outage only delays the run: the sweep sends it
+        # A broker outage only delays the run: the sweep sends it. The status event rides along.
+        running = Notice(key, {"type": "status", "status": "running", "run_id": run_id})
+        send_started(deps, run_id, first, running)
     else:
         promote_next(deps, thread.id)  # the owner may have ended between our check and our enqueue
     return RunHandle(run_id, key)

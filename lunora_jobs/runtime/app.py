@@ -24,7 +24,6 @@ from lunora_jobs.engine.events import EventBus, LocalEventBus, RedisEventBus
 from lunora_jobs.engine.hooks import HookSet
 from lunora_jobs.engine.keys import DEFAULT_PREFIX
 from lunora_jobs.engine.locks import LocalLock, RedisLock, RunLock
-from lunora_jobs.engine.notices import MessageNotices
 from lunora_jobs.engine.pipeline import Engine, StepOutcome
 from lunora_jobs.engine.registry import declare
 from lunora_jobs.engine.sweep import SweepReport, sweep
@@ -142,7 +141,6 @@ class Lunora:
             self.hooks.add(TelemetryHooks(registry, self.store))
         if self.settings.step_log:
             self.hooks.add(StepLogHooks())
-        self.hooks.add(MessageNotices(self.events))  # live streams hear of every message written
         self.engine = Engine(self.deps)
         self.agents = AgentsNamespace(self.deps, registry)
         self.threads = ThreadsAPI(self.store)

@@ -1,10 +1,11 @@
 """Stage 5 of a step: dispatch — carry out the planner's ``Decision``.
 
 In this order: a run whose wait was just resolved runs again; ``on_step_finish`` hears about a
-settled turn; the next steps are enqueued (tool calls of a turn fan out in one dispatch); the run
-parks on its waits; the run finishes or fails. Every action is safe to repeat with the same facts
-(two tools finishing together, a replay, the sweep): dispatches are deduped by the ledger claim,
-parking and finishing are compare-and-sets on the run's status.
+settled turn; the next steps are enqueued (tool calls of a turn fan out in one dispatch), with the
+live notice of the step just completed (``notices.py``); the run parks on its waits; the run finishes
+or fails; a notice that found no enqueue to ride with goes out last. Every action is safe to repeat
+with the same facts (two tools finishing together, a replay, the sweep): dispatches are deduped by
+the ledger claim, parking and finishing are compare-and-sets on the run's status.
 
 Parking (``park``): the run and its thread move to ``awaiting_input`` in one statement (from
 ``running`` only, so a cancelled run is never revived) and each wait's kind records what it waits
@@ -23,6 +24,7 @@ from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.handover import OPEN, TERMINAL, run_ended
 from lunora_jobs.engine.kinds import After, ReplanTurn, RunEnded, kind_of
 from lunora_jobs.engine.memo import TurnResult
+from lunora_jobs.engine.notices import Notice, publish, send
 from lunora_jobs.engine.plan import Decision, StopReason
 from lunora_jobs.engine.runinfo import run_info, run_result_json
 from lunora_jobs.engine.steps import tool_step
@@ -35,13 +37,24 @@ log = logging.getLogger(__name__)
 
 def carry_out(
     deps: EngineDeps, run: RunRecord, agent: AgentDefinition, decision: Decision, after: After | None,
+    notice: Notice | None = None,
 ) -> None:
     """Do what ``decision`` says about ``run``; ``after`` is what it was planned from (a
-    ``ReplanTurn`` carries the turn's memo and ledger rows)."""
+    ``ReplanTurn`` carries the turn's memo and ledger rows). ``notice``: the live notice of the step
+    just completed, sent with the enqueue when there is one (``notices.send``), else at the end."""
+    if not _carry_out(deps, run, agent, decision, after, notice):
+        publish(deps, notice)
+
+
+def _carry_out(
+    deps: EngineDeps, run: RunRecord, agent: AgentDefinition, decision: Decision, after: After | None,
+    notice: Notice | None,
+) -> bool:
+    """``carry_out``; True when ``notice`` went out with the enqueue."""
     if isinstance(after, RunEnded):
         notify_step_finish(agent, after.turn, after.result)
         run_ended(deps, run, after.status)
-        return
+        return False
     result = after.result if isinstance(after, ReplanTurn) else None
     resume = isinstance(after, ReplanTurn) and after.resume
     if resume:
@@ -49,14 +62,16 @@ def carry_out(
                                              status="running")
     if decision.settled and isinstance(after, ReplanTurn) and result is not None:
         notify_step_finish(agent, after.turn, result, after.steps or ())
-    if decision.dispatch:
-        deps.dispatcher.dispatch(decision.dispatch)
+    sent = bool(decision.dispatch)
+    if sent:
+        send(deps, decision.dispatch, notice)
     if decision.waits and result is not None:
         park(deps, run, result, decision.waits)
     if decision.finish is not None and result is not None:
         finish_run(deps, run, agent, decision.finish, result)
     if decision.fail is not None:
         fail_run(deps, run, decision.fail)
+    return sent
 
 
 def park(deps: EngineDeps, run: RunRecord, result: TurnResult, waits: Sequence[str]) -> None:

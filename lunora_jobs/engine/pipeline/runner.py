@@ -18,15 +18,17 @@ the fused store calls come from ``fused.py`` (any other store gets the plain cal
   in SQL on the turn kind's checks; a claim not taken falls back to the checks and the plain claim,
   one round trip more); completion (ONE statement: step, thread seq/totals, messages, usage, run; a
   final turn frees the thread in it and the store refuses it if the run was cancelled meanwhile)
-  — and 2 Redis: one enqueue of the whole fan-out (none after a final turn), then the live notice.
+  — and 1 Redis: the enqueue of the whole fan-out with the live notice after it, pipelined (a
+  final turn enqueues nothing: the notice alone).
 - tool: 2 PostgreSQL — run + latest turn memo (one joined read; the claim's check finds that memo
   by a primary-key probe) + claim, ONE statement (claimed in
   SQL only if that memo holds the call, ungated; else the plain claim after the checks, one round
-  trip more); completion + fan-in read of the turn's ledger rows (pipelined) — and 1-2 Redis: the
-  live notice, and from the last tool of a turn the next turn's enqueue before it.
+  trip more); completion + fan-in read of the turn's ledger rows (pipelined) — and 1 Redis: the
+  live notice, pipelined after the next turn's enqueue when this was the turn's last tool.
 
-The live notice (``MessageNotices``, a PUBLISH when ``LUNORA_REDIS_URL`` is set) goes out after the
-enqueue, so the next step's worker is not waiting for it.
+The live notice (``engine/notices.py``, a PUBLISH when ``LUNORA_REDIS_URL`` is set) goes out after the
+enqueue, so the next step's worker is not waiting for it: in the enqueue's round trip when the broker
+is the same Redis server (``CeleryDispatcher``), else in a round trip of its own.
 
 Finishing a run after tools (``stopCondition`` / ``maxTurns``) costs one run read and two updates.
 A call gated by ``needs_approval`` adds one ledger read (is there a decision yet?) to its tool step.
@@ -43,6 +45,7 @@ from lunora_jobs.engine import kinds
 from lunora_jobs.engine.context import EngineDeps
 from lunora_jobs.engine.hooks import StepInfo, StepOutput
 from lunora_jobs.engine.memo import TurnResult
+from lunora_jobs.engine.notices import Notice, message_notice, publish
 from lunora_jobs.engine.pipeline.claim import claim
 from lunora_jobs.engine.pipeline.complete import complete
 from lunora_jobs.engine.pipeline.dispatch import carry_out
@@ -93,7 +96,7 @@ class Engine:
             info = self._started(state)
             try:
                 self._work_and_complete(state)
-                self._plan_and_dispatch(state)
+                self._plan_and_dispatch(state, self._notice(state))
             except BaseException:
                 if info is not None:
                     deps.hooks.step_finished(info, "error")
@@ -135,13 +138,21 @@ class Engine:
         hooks.step_started(info)
         return info
 
-    def _plan_and_dispatch(self, state: kinds.StepState) -> None:
+    @staticmethod
+    def _notice(state: kinds.StepState) -> Notice | None:
+        """The live notice of a step that completed and wrote messages (``engine/notices.py``)."""
+        if state.status != "completed" or state.run is None:
+            return None
+        return message_notice(state.run, state.kind.name, state.step)
+
+    def _plan_and_dispatch(self, state: kinds.StepState, notice: Notice | None = None) -> None:
         run, agent = state.run, state.agent
         if state.after is None or run is None or agent is None:
+            publish(self.deps, notice)
             return
         decision, after = plan_step(state.after, state.ledger, run_id=run.id, max_turns=agent.max_turns,
                                     now=self.deps.now(), stop_when=agent.stop_when)
-        carry_out(self.deps, run, agent, decision, after)
+        carry_out(self.deps, run, agent, decision, after, notice)
 
 
 def replan(

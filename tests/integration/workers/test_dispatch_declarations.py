@@ -14,6 +14,7 @@ import pytest
 import redis
 from suite_settings import settings
 
+from lunora_jobs.config import StepRoute
 from lunora_jobs.engine.dispatch import StepTask
 from workers.dispatch import CeleryDispatcher
 
@@ -21,11 +22,11 @@ pytestmark = pytest.mark.integration
 
 
 def _turns_sent(
-    broker_url: str, queue: str, monkeypatch: pytest.MonkeyPatch
+    broker_url: str, queue: str, monkeypatch: pytest.MonkeyPatch, routes: dict[str, StepRoute] | None = None,
 ) -> tuple[CeleryDispatcher, list[Any]]:
     """A dispatcher that sent turns 0-2 of one run, and the ``declare`` argument of each publish so far
     and to come (``send_task_message`` of this dispatcher's app)."""
-    dispatcher = CeleryDispatcher(broker_url, queue)
+    dispatcher = CeleryDispatcher(broker_url, queue, routes=routes)
     seen: list[Any] = []
     amqp = dispatcher.app.amqp
     publish = amqp.send_task_message
@@ -85,7 +86,13 @@ def test_rabbitmq_queue_declared_once_per_channel_and_again_after_a_reconnect(
 def test_redis_queue_declared_once_and_every_publish_delivered(
     queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    dispatcher, seen = _turns_sent(settings.redis_url, queue, monkeypatch)
+    """On Redis, kinds routed by ``LUNORA_STEP_ROUTES`` take Celery's path (the others go straight onto
+    the queue's key, ``workers.redis_publish``, and declare nothing)."""
+    routes = {"turn": StepRoute(queue=queue), "tool": StepRoute(queue=queue)}
+    dispatcher, seen = _turns_sent(settings.redis_url, queue, monkeypatch, routes)
     dispatcher.dispatch([StepTask("r1", f"tool:t:c{i}", "tool") for i in range(2)])
     assert seen == [None, [], [], [], []]
     assert redis.Redis.from_url(settings.redis_url).llen(queue) == 5
+    _, untouched = _turns_sent(settings.redis_url, queue, monkeypatch)
+    assert untouched == []  # Celery's publish path never ran
+    assert redis.Redis.from_url(settings.redis_url).llen(queue) == 8
