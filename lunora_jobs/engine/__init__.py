@@ -17,7 +17,7 @@ registration each). Observers hook in around every step and run end (``hooks.py`
 """
 
 from lunora_jobs.engine.context import EngineDeps
-from lunora_jobs.engine.dispatch import Dispatcher, InProcessDispatcher, StepTask
+from lunora_jobs.engine.dispatch import Dispatcher, InProcessDispatcher, PublishCarrier, StepTask
 from lunora_jobs.engine.hooks import HookSet, StepHooks, StepInfo
 from lunora_jobs.engine.kinds import StepKind, StepState, Work, register_step_kind
 from lunora_jobs.engine.pipeline import Engine, StepOutcome
@@ -28,6 +28,7 @@ __all__ = [
     "EngineDeps",
     "HookSet",
     "InProcessDispatcher",
+    "PublishCarrier",
     "StepHooks",
     "StepInfo",
     "StepKind",
