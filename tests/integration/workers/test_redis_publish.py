@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import redis
 import redis.connection
+from private_redis import PrivateRedis
 from suite_settings import settings
 
 from lunora_jobs.config import StepRoute
@@ -104,3 +105,30 @@ def test_only_a_plain_redis_broker_on_lunoras_transport_goes_straight_to_the_key
     keyed.conf.broker_transport_options = {"global_keyprefix": "x:"}  # kombu would rename the keys
     assert not redis_publish.serves(keyed)
     assert CeleryDispatcher(app=keyed)._direct is None
+
+
+def test_a_notice_for_a_bus_on_another_server_still_follows_the_enqueue(
+    queue: str, private_redis: PrivateRedis
+) -> None:
+    """``LUNORA_REDIS_URL`` on another server than the broker: ``notices.send`` enqueues on the broker,
+    then publishes the notice on the bus's own server (two round trips, nothing lost)."""
+    from lunora_jobs.engine.context import EngineDeps
+    from lunora_jobs.engine.locks import LocalLock
+    from lunora_jobs.engine.notices import Notice, send
+    from lunora_jobs.store.memory import InMemoryStore
+
+    bus = RedisEventBus.from_url(private_redis.url(), prefix="elsewhere")
+    deps = EngineDeps(store=InMemoryStore(), dispatcher=CeleryDispatcher(BROKER, queue), lock=LocalLock(),
+                      agents={}, run_function=lambda *args: None, events=bus)
+    listener = redis.Redis.from_url(private_redis.url()).pubsub()
+    listener.subscribe("elsewhere:events:thread:t1")
+    assert listener.get_message(timeout=2) is not None  # the subscription's confirmation
+    send(deps, [StepTask("r1", "llm:turn:1", "turn")], Notice("t1", {"type": "messages", "run_id": "r1"}))
+    assert [m["headers"]["id"] for m in _raw(queue)] == ["r1:llm:turn:1"]
+    deadline = time.monotonic() + 5
+    notice = None
+    while notice is None and time.monotonic() < deadline:
+        notice = listener.get_message(timeout=0.5)
+    listener.close()
+    assert notice is not None and json.loads(notice["data"])["run_id"] == "r1"
+    assert bus.published == 1
