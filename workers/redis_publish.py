@@ -27,7 +27,7 @@ import base64
 import json
 import logging
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -78,10 +78,9 @@ class RedisPublisher:
         self.client = redis.Redis.from_url(broker_url)
         self.server = redis_server(self.client.connection_pool.connection_kwargs)
 
-    def send(self, envelopes: Iterable[tuple[str, str]], publishes: Sequence[RedisPublish] = ()) -> None:
+    def send(self, envelopes: Sequence[tuple[str, str]], publishes: Sequence[RedisPublish] = ()) -> None:
         """LPUSH each ``(queue, envelope)``, then each publish: one round trip. A failed LPUSH raises
         (the step's task retries); a failed PUBLISH is logged (a live notice is best-effort)."""
-        envelopes = list(envelopes)
         if len(envelopes) == 1 and not publishes:  # one command: no pipeline bookkeeping
             self.client.lpush(*envelopes[0])
             return
