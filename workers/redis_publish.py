@@ -33,6 +33,7 @@ from typing import Any
 import redis
 from celery import Celery
 
+from lunora_jobs import jsonio
 from lunora_jobs.engine.events import RedisPublish, redis_server
 from workers import redis_transport
 
@@ -59,8 +60,9 @@ def kombu_envelope(message: Any, queue: str) -> str:
     """The JSON kombu's Redis transport LPUSHes for a Celery ``message`` (``create_task_message``'s
     ``(headers, properties, body, sent_event)``) published to ``queue`` through the anonymous exchange."""
     headers, properties, body, _ = message
+    # The body byte for byte as kombu encodes it (its spacing); the envelope around it is read as JSON.
     encoded = base64.b64encode(json.dumps(body).encode("utf-8")).decode("ascii")
-    return json.dumps({
+    return jsonio.dumps({
         "body": encoded, "content-encoding": "utf-8", "content-type": "application/json",
         "headers": headers,
         "properties": {
@@ -81,20 +83,38 @@ class RedisPublisher:
     def send(self, envelopes: Sequence[tuple[str, str]], publishes: Sequence[RedisPublish] = ()) -> None:
         """LPUSH each ``(queue, envelope)``, then each publish: one round trip. A failed LPUSH raises
         (the step's task retries); a failed PUBLISH is logged (a live notice is best-effort)."""
-        if len(envelopes) == 1 and not publishes:  # one command: no pipeline bookkeeping
-            self.client.lpush(*envelopes[0])
-            return
-        pipe = self.client.pipeline(transaction=False)
-        pushed = 0
-        for queue, envelope in envelopes:
-            pipe.lpush(queue, envelope)
-            pushed += 1
-        for publish in publishes:
-            pipe.publish(publish.channel, publish.payload)
-        results = pipe.execute(raise_on_error=False)
-        for result in results[:pushed]:
-            if isinstance(result, Exception):
-                raise result
-        for publish, result in zip(publishes, results[pushed:], strict=True):
-            if isinstance(result, Exception):
-                log.warning("lunora: could not publish on %r: %s", publish.channel, result)
+        commands: list[tuple[str, ...]] = [("LPUSH", queue, envelope) for queue, envelope in envelopes]
+        commands.extend(("PUBLISH", publish.channel, publish.payload) for publish in publishes)
+        replies = self._round_trip(commands)
+        pushed = len(envelopes)
+        for reply in replies[:pushed]:
+            if isinstance(reply, Exception):
+                raise reply
+        for publish, reply in zip(publishes, replies[pushed:], strict=True):
+            if isinstance(reply, Exception):
+                log.warning("lunora: could not publish on %r: %s", publish.channel, reply)
+
+    def _round_trip(self, commands: Sequence[tuple[str, ...]]) -> list[Any]:
+        """``commands`` written at once on a pooled connection, and their replies (an error reply as
+        its exception). A pipeline without its bookkeeping (the command stack, the response
+        callbacks, a client object per call): a quarter of the CPU of an LPUSH and a PUBLISH. A
+        dropped connection is retried by the connection's own retry policy, as redis-py's pipeline
+        does (a repeated LPUSH is a duplicate message, which the step's claim turns into a no-op)."""
+        pool = self.client.connection_pool
+        connection: Any = pool.get_connection()
+        try:
+            return list(connection.retry.call_with_retry(
+                lambda: self._exchange(connection, commands), lambda _error: connection.disconnect()))
+        finally:
+            pool.release(connection)
+
+    @staticmethod
+    def _exchange(connection: Any, commands: Sequence[tuple[str, ...]]) -> list[Any]:
+        connection.send_packed_command(connection.pack_commands(commands))
+        replies: list[Any] = []
+        for _ in commands:
+            try:
+                replies.append(connection.read_response())
+            except redis.ResponseError as error:
+                replies.append(error)
+        return replies

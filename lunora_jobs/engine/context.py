@@ -63,6 +63,9 @@ class EngineDeps:
     leases: LeaseKeeper = field(init=False, repr=False)
     """Keeps the leases of this process's running steps alive (renewing them in ``store``)."""
     _models: dict[str, Model] = field(default_factory=dict, repr=False)
+    _instances: dict[int, Model] = field(default_factory=dict, repr=False)
+    """Model instances given as options, by id: ``isinstance`` against the ``Model`` Protocol walks
+    its members on every call, so each instance is checked once, not on every turn."""
     registry_checked_at: int = field(default=0, repr=False, compare=False)
     """When this process's sweep last declared its agents and looked for undeclared runs
     (``engine/registry.py`` does that a few times per ``LUNORA_UNKNOWN_AGENT_S``, not every tick)."""
@@ -101,7 +104,11 @@ class EngineDeps:
 
     def resolve(self, cache_key: str, spec: Any) -> Model:
         """Resolve a model option (string, Model, callable) once per ``cache_key``."""
+        known = self._instances.get(id(spec))
+        if known is not None and known is spec:
+            return known
         if isinstance(spec, Model) and not isinstance(spec, str):
+            self._instances[id(spec)] = spec  # held here, so its id is not reused by another object
             return spec
         model = self._models.get(cache_key)
         if model is None:

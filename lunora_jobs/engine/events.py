@@ -19,13 +19,13 @@ Example::
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from lunora_jobs import jsonio
 from lunora_jobs.engine.keys import DEFAULT_PREFIX, thread_events_channel
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class RedisEventBus(LocalEventBus):
     def prepare(self, thread_key: str, event: Event) -> RedisPublish:
         """Publish locally now; return the Redis half of ``publish`` for ``send`` or a dispatcher."""
         super().publish(thread_key, event)
-        payload = json.dumps({**event, "thread_key": thread_key}, default=str)
+        payload = jsonio.dumps({**event, "thread_key": thread_key}, default=str)
         return RedisPublish(self.server or (), thread_events_channel(self.prefix, thread_key), payload)
 
     def send(self, prepared: RedisPublish) -> None:

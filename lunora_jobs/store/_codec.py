@@ -14,12 +14,12 @@ raise ``ValueError`` so a typo never silently drops a write.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lunora_jobs import jsonio
 from lunora_jobs.errors import IdentityTooLongError
 from lunora_jobs.store.base import MAX_IDENTITY
 
@@ -57,12 +57,12 @@ def check_identity(field: str, value: str | None) -> str | None:
 
 def dump(value: Any) -> str | None:
     """Encode a JSON column (None stays SQL NULL)."""
-    return None if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return None if value is None else jsonio.dumps(value)
 
 
 def load(text: str | None) -> Any:
     """Decode a JSON column."""
-    return None if text is None else json.loads(text)
+    return None if text is None else jsonio.loads(text)
 
 
 def split_patch(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from lunora_jobs.agent import AgentDefinition
 from lunora_jobs.engine.context import EngineDeps
@@ -236,7 +236,7 @@ def call_model(
 ) -> ModelTurn:
     """One model call: streamed into ``deltas`` when given and the model streams, else ``generate``.
     Either way the result is the one ``ModelTurn`` the ledger memoizes."""
-    if deltas is None or not isinstance(model, StreamingModel):
+    if deltas is None or not _streams(model):
         return model.generate(messages, tools=tools, tool_choice=tool_choice, output_schema=output_schema)
     events = model.stream(messages, tools=tools, tool_choice=tool_choice, output_schema=output_schema)
     try:
@@ -248,6 +248,19 @@ def call_model(
     finally:
         deltas.close()
     raise ModelResponseError(f"model {model.name!r} ended its stream without the finished turn (TurnDone)")
+
+
+_STREAMING: dict[type, bool] = {}
+"""Whether a model class implements ``StreamingModel``: the Protocol's ``isinstance`` walks its
+members on every call, once per turn otherwise."""
+
+
+def _streams(model: Model) -> TypeGuard[StreamingModel]:
+    kind = type(model)
+    known = _STREAMING.get(kind)
+    if known is None:
+        known = _STREAMING[kind] = isinstance(model, StreamingModel)
+    return known
 
 
 def _check_calls(agent: AgentDefinition, calls: list[ToolCall]) -> tuple[list[ToolCall], dict[str, str]]:

@@ -16,6 +16,7 @@ from sqlalchemy.dialects import registry
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlalchemy.engine import Engine
 
+from lunora_jobs import jsonio
 from lunora_jobs.config import normalize_database_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -93,6 +94,8 @@ def create_engine(url: str, **options: Any) -> Engine:
     url = normalize_database_url(url)
     if url.startswith("postgresql+psycopg:"):
         url = "postgresql+lunora_psycopg:" + url[len("postgresql+psycopg:") :]
+        # The hot path's fused reads return rows as json (row_to_json, json_agg): orjson decodes them.
+        options.setdefault("json_deserializer", jsonio.loads)
     options.setdefault("pool_pre_ping", True)
     if url.startswith("mysql"):
         options.setdefault("isolation_level", "READ COMMITTED")

@@ -29,7 +29,6 @@ Building it with SQLAlchemy Core instead cost ~4 ms of Python per step (uncachea
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -90,11 +89,9 @@ def completion_sql(
         params["n"] = len(batch)
         rows = message_rows("", batch, 1, now)  # "seq" is the 1-based position in the batch here
         # One JSON document, not an array per column: psycopg dumps a list parameter in Python,
-        # element by element (~0.2 ms per completion), json.dumps runs in C.
-        params["m"] = json.dumps(
-            [{"i": row["seq"], **{column: row[column] for column, _ in MESSAGE_COLUMNS}} for row in rows],
-            ensure_ascii=False,
-        )
+        # element by element (~0.2 ms per completion); the document is encoded in C.
+        params["m"] = dump(
+            [{"i": row["seq"], **{column: row[column] for column, _ in MESSAGE_COLUMNS}} for row in rows])
     if usage is not None:
         params.update({f"u_{column}": value for column, value in usage.items()})
     shape: Shape = (
