@@ -10,32 +10,7 @@ import os
 import statistics
 import tempfile
 import uuid
-from collections import deque
 from typing import Any
-
-
-class _Collecting:
-    """A dispatcher that publishes through ``CeleryDispatcher`` (to an unconsumed queue, so the
-    broker round trip is counted) and keeps the tasks to run them here, one by one."""
-
-    def __init__(self, queue: str) -> None:
-        from workers.dispatch import CeleryDispatcher
-
-        self.inner = CeleryDispatcher(queue=queue)
-        self.pending: deque[Any] = deque()
-
-    def dispatch(self, tasks: Any) -> None:
-        self.inner.dispatch(tasks)
-        self.pending.extend(tasks)
-
-    def dispatch_and_publish(self, tasks: Any, publish: Any) -> bool:
-        """The live notice rides with the enqueue, as with ``CeleryDispatcher`` itself."""
-        carried = bool(self.inner.dispatch_and_publish(tasks, publish))
-        self.pending.extend(tasks)
-        return carried
-
-    def revoke(self, run_id: str) -> None:
-        self.inner.revoke(run_id)
 
 
 class _Counter:
@@ -134,8 +109,9 @@ def count_round_trips(queue: str, runs: int = 3) -> RoundTrips:
     PostgreSQL round trips per step of each store method it called."""
     import _common
     import redis as redis_lib
+    from hotpath import CollectingDispatcher
 
-    dispatcher = _Collecting(queue)
+    dispatcher = CollectingDispatcher(None, queue)  # the broker of CELERY_BROKER_URL
     lunora = _common.build_lunora(dispatcher=dispatcher)
     counter = _Counter()
     calls = _StoreCalls(lunora.store, counter)

@@ -69,7 +69,8 @@ ADMIN_URL = f"postgresql+psycopg://postgres@{PG_HOST}:{PG_PORT}/postgres"
 class CollectingDispatcher:
     """Publishes through ``CeleryDispatcher`` (so the broker round trip is real) and keeps the tasks."""
 
-    def __init__(self, broker_url: str, queue: str) -> None:
+    def __init__(self, broker_url: str | None, queue: str) -> None:
+        """``broker_url`` None: ``CELERY_BROKER_URL``'s broker."""
         from workers.dispatch import CeleryDispatcher
 
         self.inner = CeleryDispatcher(broker_url=broker_url, queue=queue)

@@ -133,7 +133,8 @@ class CeleryDispatcher:
     def _dispatch(self, tasks: Sequence[StepTask], publish: RedisPublish | None) -> bool:
         tasks = [task for task in tasks if task.delay_s <= MAX_COUNTDOWN_S]
         direct = self._direct
-        if direct is not None and not any(task.kind in self.routes for task in tasks):
+        routed = bool(self.routes) and any(task.kind in self.routes for task in tasks)
+        if direct is not None and not routed:
             riding = [publish] if publish is not None and publish.server == direct.server else []
             if tasks or riding:
                 queue = self.queue

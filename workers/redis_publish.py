@@ -103,8 +103,9 @@ class RedisPublisher:
         pool = self.client.connection_pool
         connection: Any = pool.get_connection()
         try:
-            return list(connection.retry.call_with_retry(
-                lambda: self._exchange(connection, commands), lambda _error: connection.disconnect()))
+            replies: list[Any] = connection.retry.call_with_retry(
+                lambda: self._exchange(connection, commands), lambda _error: connection.disconnect())
+            return replies
         finally:
             pool.release(connection)
 
