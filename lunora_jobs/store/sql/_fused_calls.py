@@ -20,7 +20,13 @@
   condition or the claim fails, no claim is returned and the engine continues the plain way with
   the run it got.
 
-Other dialects (and ``single_statement_completion = False``) make the two plain calls.
+- ``create_run_on_free_thread``: a run's start on a free thread — the thread's get-or-create, the
+  taking of its active-run slot and the run with its opening — as ONE statement
+  (``free_thread_opening_sql``). When the thread is not free nothing is written and the engine
+  starts the plain way (``ensure_thread``, ``admit``, ``create_run``), which explains or queues.
+
+Other dialects (and ``single_statement_completion = False``) make the two plain calls; a start on
+another dialect is always the plain one.
 """
 
 from __future__ import annotations
@@ -31,7 +37,18 @@ from sqlalchemy.exc import IntegrityError
 
 from lunora_jobs.errors import NotFoundError
 from lunora_jobs.store._codec import check_identity
-from lunora_jobs.store.records import MessageRecord, RunRecord, StepClaim, StepCompletion, StepRecord
+from lunora_jobs.store.records import (
+    JSON,
+    MessageRecord,
+    NewRun,
+    RunOpening,
+    RunRecord,
+    StepClaim,
+    StepCompletion,
+    StepRecord,
+    ThreadRecord,
+)
+from lunora_jobs.store.sql._postgres.opening import free_thread_opening_sql
 from lunora_jobs.store.sql._postgres.pipeline import Record
 from lunora_jobs.store.sql._postgres.statements import (
     CLAIM_SQL,
@@ -41,9 +58,10 @@ from lunora_jobs.store.sql._postgres.statements import (
     TURN_READ_CLAIM_SQL,
     tool_read_claim_sql,
 )
-from lunora_jobs.store.sql._rows import message_record, run_record, step_record
-from lunora_jobs.store.sql._runs import pg_text, run_and_latest_turn
+from lunora_jobs.store.sql._rows import message_record, run_record, step_record, thread_record
+from lunora_jobs.store.sql._runs import new_run_row, pg_text, run_and_latest_turn
 from lunora_jobs.store.sql._steps import SqlStepsMixin
+from lunora_jobs.store.sql._threads import new_thread_row
 
 
 class SqlFusedCallsMixin(SqlStepsMixin):
@@ -144,3 +162,28 @@ class SqlFusedCallsMixin(SqlStepsMixin):
         claimed = row["claim"]
         claim = StepClaim("claimed", step_record(Record(claimed))) if claimed and run is not None else None
         return run, latest, claim
+
+    def create_run_on_free_thread(
+        self, key: str, run: NewRun, opening: RunOpening, *, title: str | None = None,
+        initial_state: JSON = None,
+    ) -> ThreadRecord | None:
+        """On PostgreSQL, in ONE statement: ``ensure_thread(key, owner=run.owner, title=...,
+        agent=run.agent, initial_state=...)``, ``acquire_thread`` for ``run.id`` and
+        ``create_run(run, opening)`` — taken only when the thread is free: new, or with no active run,
+        no queued run, and exactly ``run.owner`` as its owner (both may be None). The thread as written
+        (held by ``run.id``) when the run was created; None when not (another dialect, or a thread
+        that is not free): nothing was written, and the caller starts the plain way.
+
+        ``run.id`` must be new (a replayed id goes the plain way); ``run.thread_id`` is not read: the
+        run is recorded on the thread of ``key``. ``opening.enqueue`` must be False.
+        """
+        if self.dialect != "postgresql":
+            return None
+        for what, value in (("thread key", key), ("run id", run.id), ("owner", run.owner),
+                            ("tenant", run.tenant), ("agent", run.agent)):
+            check_identity(what, value)
+        now = self.clock()
+        thread_row = new_thread_row(key, run.owner, title, run.agent, None, initial_state, now)
+        sql, params = free_thread_opening_sql(thread_row, new_run_row(run, now), opening, now)
+        written = self._pipeline([(sql, params)])[0]
+        return thread_record(Record(written[0])) if written else None

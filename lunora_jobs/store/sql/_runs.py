@@ -71,6 +71,27 @@ def run_and_latest_turn(row: Any) -> tuple[RunRecord | None, StepRecord | None]:
     return run_record(row), step_record(step)
 
 
+def new_run_row(run: NewRun, now: int) -> dict[str, Any]:
+    """Every ``agent_runs`` column of the new run ``run``."""
+    return {
+        "id": run.id,
+        "thread_id": run.thread_id,
+        "agent": run.agent,
+        "owner": run.owner,
+        "tenant": run.tenant,
+        "status": run.status,
+        "input": dump(run.input),
+        "result": None,
+        "error": None,
+        "stopped": None,
+        "turns": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
 class SqlRunsMixin(SqlMessagesMixin):
     """Run operations of ``SqlStore``."""
 
@@ -83,24 +104,7 @@ class SqlRunsMixin(SqlMessagesMixin):
         check_identity("tenant", run.tenant)
         check_identity("agent", run.agent)
         now = self.clock()
-        row = {
-            "id": run.id,
-            "thread_id": run.thread_id,
-            "agent": run.agent,
-            "owner": run.owner,
-            "tenant": run.tenant,
-            "status": run.status,
-            "input": dump(run.input),
-            "result": None,
-            "error": None,
-            "stopped": None,
-            "turns": 0,
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "created_at": now,
-            "updated_at": now,
-        }
-
+        row = new_run_row(run, now)
         if self.dialect == "postgresql":  # the run and its opening in one statement: one round trip
             sql, params = opening_sql(row, opening or RunOpening(), now)
             try:

@@ -26,6 +26,29 @@ from lunora_jobs.store.sql._postgres.statements import ACQUIRE_THREAD_SQL, ENSUR
 from lunora_jobs.store.sql._rows import thread_record
 
 
+def new_thread_row(
+    key: str, owner: str | None, title: str | None, agent: str | None, model: str | None,
+    initial_state: JSON, now: int,
+) -> dict[str, Any]:
+    """Every ``agent_threads`` column of a new, idle thread (a fresh id)."""
+    return {
+        "id": new_id(),
+        "key": key,
+        "owner": owner,
+        "title": title,
+        "status": "idle",
+        "state": dump(initial_state),
+        "model": model,
+        "agent": agent,
+        "active_run_id": None,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "next_seq": 0,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
 class SqlThreadsMixin(SqlBase):
     """Thread operations of ``SqlStore``."""
 
@@ -47,23 +70,7 @@ class SqlThreadsMixin(SqlBase):
         check_identity("owner", owner)
         check_identity("agent", agent)
         check_identity("model", model)
-        now = self.clock()
-        row = {
-            "id": new_id(),
-            "key": key,
-            "owner": owner,
-            "title": title,
-            "status": "idle",
-            "state": dump(initial_state),
-            "model": model,
-            "agent": agent,
-            "active_run_id": None,
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "next_seq": 0,
-            "created_at": now,
-            "updated_at": now,
-        }
+        row = new_thread_row(key, owner, title, agent, model, initial_state, self.clock())
         if self.dialect == "postgresql":  # get-or-create in one statement
             created = self._pipeline([(ENSURE_THREAD_SQL, row)])[0]
             found = thread_record(Record(created[0])) if created else None

@@ -35,12 +35,12 @@ MAX_PG_PER_STEP = {"turn": 2, "tool": 2, "final turn": 2}
 memo read + claim (ONE statement); completion + fan-in ledger read (pipelined). Reads run in autocommit;
 the pool's pre-ping polls the socket instead of the server."""
 
-MAX_PG_PER_START = 4
-"""``run()`` on a new thread: the thread's get-or-create (ONE statement), its run slot (one
-autocommit UPDATE), the run with its user message, the thread's seqs and status and the outbox row
-(ONE statement of data-modifying CTEs), and the outbox row's delete once the broker took the
-dispatch. Was 16, then 10: a read before the thread's insert, and the run's start a transaction of
-six trips (BEGIN, four writes, COMMIT)."""
+MAX_PG_PER_START = 2
+"""``run()`` on a new thread: the thread's get-or-create, its run slot, the run with its user message,
+the thread's seqs and status and the outbox row, as ONE statement of data-modifying CTEs
+(``create_run_on_free_thread``), and the outbox row's delete once the broker took the dispatch. Was
+16, then 10 (a read before the thread's insert, the run's start a transaction of six trips), then 4
+(the get-or-create, the slot and the run's statement each a round trip)."""
 
 MAX_REDIS_PER_STEP = {"turn": 1, "tool": 1, "final turn": 2}
 """The enqueue of what follows (one LPUSH; a fan-out of several calls is one pipelined round trip)

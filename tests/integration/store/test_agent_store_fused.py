@@ -7,13 +7,23 @@ Also the joined pre-claim read, ``get_run_with_latest_turn``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from agent_store_support import FakeClock
 
 from lunora_jobs.errors import NotFoundError
-from lunora_jobs.store import NewMessage, NewRun, SqlStore, StepCompletion, UsageEntry
+from lunora_jobs.store import (
+    NewMessage,
+    NewRun,
+    OutboxEntry,
+    RunOpening,
+    SqlStore,
+    StepCompletion,
+    UsageEntry,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -100,3 +110,42 @@ def test_run_with_latest_turn(sql: SqlStore) -> None:
     run, latest = sql.get_run_with_latest_turn("r1")
     assert run is not None and run.turns == 3
     assert latest == sql.get_step("r1", "llm:turn:2") and latest is not None and latest.result == {"n": 2}
+
+
+def _start_on_free_thread(sql: SqlStore, run_id: str, owner: str | None = "alice", **thread: Any) -> Any:
+    message = NewMessage(key=f"{run_id}:user:0", role="user", content="hi", run_id=run_id)
+    opening = RunOpening(message=message, thread_status="running",
+                         outbox=(OutboxEntry(run_id, "llm:turn:0", "turn", "a"),))
+    return sql.create_run_on_free_thread("t1", NewRun(run_id, "", "a", "hi", owner=owner), opening, **thread)
+
+
+def test_create_run_on_free_thread(sql: SqlStore) -> None:
+    new = _start_on_free_thread(sql, "r1", title="T", initial_state={"k": 1})
+    if sql.dialect != "postgresql":  # elsewhere the engine starts the plain way; nothing written
+        assert new is None and sql.get_thread("t1") is None
+        return
+    assert new is not None and new == sql.get_thread("t1")
+    assert (new.owner, new.title, new.state, new.agent, new.status, new.active_run_id) == (
+        "alice", "T", {"k": 1}, "a", "running", "r1")
+    run = sql.get_run("r1")
+    assert run is not None
+    assert (run.thread_id, run.owner, run.input, run.status) == (new.id, "alice", "hi", "running")
+    assert [(m.seq, m.key) for m in sql.list_messages(new.id)] == [(1, "r1:user:0")]
+    due = sql.due_outbox(new.created_at + 1, agents=["a"], limit=10)
+    assert [(e.run_id, e.step) for e in due] == [("r1", "llm:turn:0")]
+    # Held, or queued behind, or another owner's: not free — nothing written, the plain way explains.
+    assert _start_on_free_thread(sql, "r2") is None
+    sql.release_thread(new.id, "r1")
+    assert _start_on_free_thread(sql, "r3", owner="bob") is None
+    assert _start_on_free_thread(sql, "r4", owner=None) is None
+    sql.create_run(NewRun("q1", new.id, "a", "wait", owner="alice", status="queued"),
+                   RunOpening(enqueue=True))
+    assert _start_on_free_thread(sql, "r5") is None
+    assert [sql.get_run(r) for r in ("r2", "r3", "r4", "r5")] == [None] * 4
+    assert [m.key for m in sql.list_messages(new.id)] == ["r1:user:0"]
+    assert sql.get_thread("t1") == dataclasses.replace(new, active_run_id=None)
+    # Free again: the run is recorded on the existing thread, its message after the thread's last.
+    sql.dequeue_run(new.id, "q1")
+    again = _start_on_free_thread(sql, "r6")
+    assert again is not None and (again.id, again.active_run_id, again.title) == (new.id, "r6", "T")
+    assert [(m.seq, m.key) for m in sql.list_messages(new.id)] == [(1, "r1:user:0"), (2, "r6:user:0")]
