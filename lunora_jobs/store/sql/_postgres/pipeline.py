@@ -7,7 +7,9 @@ every result comes back. Up to the ``Sync`` the server runs them as one implicit
 order, each statement with a fresh READ COMMITTED snapshot), so a read placed after a write sees it.
 
 A single statement skips pipeline mode (same one round trip, ~50 µs less Python: the pipeline's
-enter, sync and result bookkeeping).
+enter, sync and result bookkeeping). Both go straight through libpq (``direct.py``: no cursor, no
+psycopg pipeline object) when every parameter is of a type it encodes, as on the hot path; through
+the cursor otherwise.
 
 ``autocommit_pipeline`` runs on the calling thread's held connection (``held.py``: kept in
 autocommit, pre-pinged by a poll of its socket) where the store gives it one, else on a psycopg
@@ -93,8 +95,13 @@ def _run(raw: Any, statements: Statements, dialect: Dialect, invalidate: Invalid
     import psycopg
     from psycopg.rows import dict_row
 
+    from lunora_jobs.store.sql._postgres.direct import run_direct  # imports psycopg: PostgreSQL only
+
     sql, params = statements[0]
     try:
+        direct = run_direct(raw, statements)  # straight through libpq (``direct.py``)
+        if direct is not None:
+            return direct
         if len(statements) == 1:  # one statement: a plain execute, without the pipeline's own Python
             cursor = raw.cursor(row_factory=dict_row)
             cursor.execute(sql, params)
