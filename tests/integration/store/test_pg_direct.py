@@ -179,3 +179,7 @@ def test_percent_signs_read_as_the_cursor_reads_them(conn: psycopg.Connection[An
     rows = _both(conn, "SELECT 'a%%b' AS s, %(x)s::text LIKE 'p%%' AS p", {"x": "pq"})
     assert rows == [{"s": "a%b", "p": True}]
     assert run_direct(conn, [("SELECT %s::int AS n", {})]) is None  # psycopg's positional placeholders
+
+
+def test_a_missing_parameter_is_left_to_the_cursor(conn: psycopg.Connection[Any]) -> None:
+    assert run_direct(conn, [("SELECT %(a)s::text AS a", {})]) is None  # the cursor raises it, named

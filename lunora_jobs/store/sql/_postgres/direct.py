@@ -112,7 +112,7 @@ def run_direct(raw: Connection[Any], statements: Statements) -> list[Rows] | Non
     cursor (nothing was sent then). Raises what psycopg raises for the statement that failed."""
     bound = []
     for sql, params in statements:
-        statement = _bind(sql, params)
+        statement = _bind(sql, params)  # None: the cursor's (it also raises a missing parameter)
         if statement is None:
             return None
         bound.append(statement)
@@ -167,7 +167,7 @@ def _bind(sql: str, params: Mapping[str, Any]) -> _Bound | None:
     values: list[bytes | None] = []
     types: list[int] = []
     for name in names:
-        encoded = _encode(params[name])
+        encoded = _encode(params[name]) if name in params else None
         if encoded is None:
             return None
         values.append(encoded[0])
