@@ -45,7 +45,19 @@ _RUN_WITH_LATEST_TURN = (
     .select_from(runs.outerjoin(steps, _LATEST_TURN))
     .where(runs.c.id == sa.bindparam("run_id"))
 )
-"""The run LEFT JOIN its latest turn's ledger row (the (run_id, name) key finds it: one index probe)."""
+"""The run LEFT JOIN its latest turn's ledger row (SQLite, MySQL / MariaDB)."""
+
+# On PostgreSQL the turn's row comes from a LATERAL subquery with LIMIT 1, which the planner does not
+# flatten: a (run_id, name) probe of the primary key. As a plain join, the run_id = :run_id the join
+# implies made the planner scan the run's whole ledger by run_id and filter the names, so a tool
+# step's read grew with the run's length (also in the generic plan of the prepared statement).
+_LATEST_TURN_ROW = sa.select(steps).where(_LATEST_TURN).limit(1).lateral("latest_turn")
+_PG_RUN_WITH_LATEST_TURN = (
+    sa.select(runs, *[_LATEST_TURN_ROW.c[c.name].label(f"step_{c.name}") for c in steps.c])
+    .select_from(runs.outerjoin(_LATEST_TURN_ROW, sa.true()))
+    .where(runs.c.id == sa.bindparam("run_id"))
+)
+"""``_RUN_WITH_LATEST_TURN`` on PostgreSQL: the same row, the turn found by one index probe."""
 
 
 @cache
@@ -55,7 +67,7 @@ def pg_text(name: str) -> tuple[str, dict[str, Any]]:
     from sqlalchemy.dialects.postgresql import psycopg
 
     stmt = {"run": sa.select(runs).where(runs.c.id == sa.bindparam("run_id")),
-            "run_with_latest_turn": _RUN_WITH_LATEST_TURN}[name]
+            "run_with_latest_turn": _PG_RUN_WITH_LATEST_TURN}[name]
     compiled = stmt.compile(dialect=psycopg.dialect())  # type: ignore[no-untyped-call]
     return compiled.string, {k: v for k, v in compiled.params.items() if k != "run_id"}
 

@@ -98,22 +98,18 @@ def test_claim_and_complete_round_trips_and_wall_time(pg_url: str) -> None:
     relay.stop()
 
 
+def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """``plan`` and every node under it."""
+    return [plan, *(node for child in plan.get("Plans", []) for node in _nodes(child))]
+
+
 def _steps_scans(plan: dict[str, Any]) -> list[dict[str, Any]]:
     """Every node of ``plan`` that reads ``agent_steps``."""
-    found = [plan] if plan.get("Relation Name") == "agent_steps" else []
-    for child in plan.get("Plans", []):
-        found += _steps_scans(child)
-    return found
+    return [node for node in _nodes(plan) if node.get("Relation Name") == "agent_steps"]
 
 
-def test_tool_claim_probes_its_turn_by_primary_key_in_a_generic_plan(pg_url: str) -> None:
-    """The tool claim's check finds the turn that made the call with a (run_id, name) probe, even in
-    the generic plan a prepared statement gets (no parameter values, no statistics on a fresh table):
-    a probe by run_id alone would parse the result of every ledger row of the run as jsonb."""
-    import psycopg
-
-    from lunora_jobs.store.sql._postgres.statements import _CLAIMABLE_CALL
-
+def _run_of_twelve_turns(pg_url: str) -> str:
+    """A run whose ledger holds 12 completed turns, each with one tool call ``c<i>``; its psycopg DSN."""
     store = SqlStore.from_url(pg_url)
     thread = store.ensure_thread("t-plan", owner="alice")
     store.create_run(NewRun(id="r-plan", thread_id=thread.id, agent="a", input=None, owner="alice"))
@@ -125,18 +121,13 @@ def test_tool_claim_probes_its_turn_by_primary_key_in_a_generic_plan(pg_url: str
         assert store.complete_step("r-plan", name, claim.step.generation, StepCompletion(result=result))
     store.update_run("r-plan", turns=turns)
     store.close()
+    return sa.engine.make_url(pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
-    check = (_CLAIMABLE_CALL.replace("%(run_id)s", "$1").replace("%(agents)s", "$2")
-             .replace("%(call_id)s", "$3"))
-    dsn = sa.engine.make_url(pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("SET plan_cache_mode = force_generic_plan")
-        conn.execute(f"PREPARE claimable(varchar, varchar[], text) AS SELECT {check} AS ok")
-        assert conn.execute("EXECUTE claimable('r-plan', '{a}', 'c11')").fetchone() == (True,)
-        # c3 is an older turn's call: only the latest turn's calls are claimable
-        assert conn.execute("EXECUTE claimable('r-plan', '{a}', 'c3')").fetchone() == (False,)
-        explained = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claimable('r-plan', '{a}', 'c11')")
-        row = explained.fetchone()
+
+def _assert_probes_by_primary_key(explained: Any) -> None:
+    """Every read of ``agent_steps`` in an ``EXPLAIN (ANALYZE, FORMAT JSON)`` row is a (run_id, name)
+    probe that removed no row: none reads the run's other ledger rows."""
+    row = explained.fetchone()
     assert row is not None
     scans = _steps_scans(row[0][0]["Plan"])
     assert scans, row
@@ -144,3 +135,63 @@ def test_tool_claim_probes_its_turn_by_primary_key_in_a_generic_plan(pg_url: str
         cond = scan.get("Index Cond", "")
         assert "run_id" in cond and "name" in cond, scan
         assert scan.get("Rows Removed by Filter", 0) == 0, scan
+        assert scan.get("Rows Removed by Join Filter", 0) == 0, scan
+
+
+def test_tool_claim_probes_its_turn_by_primary_key_in_a_generic_plan(pg_url: str) -> None:
+    """The tool claim's check finds the turn that made the call with a (run_id, name) probe, even in
+    the generic plan a prepared statement gets (no parameter values, no statistics on a fresh table):
+    a probe by run_id alone would parse the result of every ledger row of the run as jsonb."""
+    import psycopg
+
+    from lunora_jobs.store.sql._postgres.statements import _CLAIMABLE_CALL
+
+    dsn = _run_of_twelve_turns(pg_url)
+    check = (_CLAIMABLE_CALL.replace("%(run_id)s", "$1").replace("%(agents)s", "$2")
+             .replace("%(call_id)s", "$3"))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(f"PREPARE claimable(varchar, varchar[], text) AS SELECT {check} AS ok")
+        assert conn.execute("EXECUTE claimable('r-plan', '{a}', 'c11')").fetchone() == (True,)
+        # c3 is an older turn's call: only the latest turn's calls are claimable
+        assert conn.execute("EXECUTE claimable('r-plan', '{a}', 'c3')").fetchone() == (False,)
+        _assert_probes_by_primary_key(
+            conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claimable('r-plan', '{a}', 'c11')"))
+        # The turn's memo is parsed as jsonb once per check, not once per test of it: a large memo
+        # (a turn whose calls carry kilobytes of arguments) is read from TOAST and parsed again for
+        # each cast. The tests filter on the parsed column; the one cast is the scan's output.
+        verbose = conn.execute("EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE claimable('r-plan', '{a}', 'c11')")
+        plan = verbose.fetchone()
+    assert plan is not None
+    nodes = _nodes(plan[0][0]["Plan"])
+    filters = " ".join(node.get("Filter", "") for node in nodes)
+    assert "tool_calls" in filters and "::jsonb" not in filters, filters
+    computed = [node for node in nodes for output in node.get("Output", []) if output.endswith("::jsonb")]
+    assert len(computed) == 1, nodes
+
+
+def test_tool_read_probes_the_latest_turn_by_primary_key_in_a_generic_plan(pg_url: str) -> None:
+    """The run with its latest turn's row, which a tool step reads with its claim, is a (run_id, name)
+    probe in the generic plan too: a scan of the run's ledger by run_id grew with the run's length."""
+    import psycopg
+    import psycopg.sql
+    from psycopg.rows import dict_row, tuple_row
+
+    from lunora_jobs.store.sql._postgres.direct import _positional
+    from lunora_jobs.store.sql._runs import pg_text
+
+    dsn = _run_of_twelve_turns(pg_url)
+    sql, consts = pg_text("run_with_latest_turn")
+    positional = _positional(sql)
+    assert positional is not None
+    text, names = positional
+    values = [{**consts, "run_id": "r-plan"}[name] for name in names]
+    with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(b"PREPARE latest AS " + text)
+        execute = psycopg.sql.SQL("EXECUTE latest({})").format(
+            psycopg.sql.SQL(", ").join(psycopg.sql.Literal(value) for value in values)).as_string(conn)
+        row = conn.execute(execute).fetchone()
+        assert row is not None and row["id"] == "r-plan" and row["step_name"] == "llm:turn:11"
+        with conn.cursor(row_factory=tuple_row) as cursor:
+            _assert_probes_by_primary_key(cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {execute}"))
