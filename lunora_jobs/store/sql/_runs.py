@@ -40,11 +40,18 @@ _LATEST_TURN = sa.and_(
     steps.c.name == sa.literal("llm:turn:") + sa.cast(runs.c.turns - 1, sa.String),
     runs.c.turns > 0,
 )
-_RUN_WITH_LATEST_TURN = (
-    sa.select(runs, *[c.label(f"step_{c.name}") for c in steps.c])
-    .select_from(runs.outerjoin(steps, _LATEST_TURN))
-    .where(runs.c.id == sa.bindparam("run_id"))
-)
+
+
+def _run_joined_to(turn: Any, on: Any) -> Any:
+    """The run, LEFT JOIN ``turn`` (``agent_steps`` or a subquery of it) ``on``, its columns as ``step_*``."""
+    return (
+        sa.select(runs, *[turn.c[c.name].label(f"step_{c.name}") for c in steps.c])
+        .select_from(runs.outerjoin(turn, on))
+        .where(runs.c.id == sa.bindparam("run_id"))
+    )
+
+
+_RUN_WITH_LATEST_TURN = _run_joined_to(steps, _LATEST_TURN)
 """The run LEFT JOIN its latest turn's ledger row (SQLite, MySQL / MariaDB)."""
 
 # On PostgreSQL the turn's row comes from a LATERAL subquery with LIMIT 1, which the planner does not
@@ -52,11 +59,7 @@ _RUN_WITH_LATEST_TURN = (
 # implies made the planner scan the run's whole ledger by run_id and filter the names, so a tool
 # step's read grew with the run's length (also in the generic plan of the prepared statement).
 _LATEST_TURN_ROW = sa.select(steps).where(_LATEST_TURN).limit(1).lateral("latest_turn")
-_PG_RUN_WITH_LATEST_TURN = (
-    sa.select(runs, *[_LATEST_TURN_ROW.c[c.name].label(f"step_{c.name}") for c in steps.c])
-    .select_from(runs.outerjoin(_LATEST_TURN_ROW, sa.true()))
-    .where(runs.c.id == sa.bindparam("run_id"))
-)
+_PG_RUN_WITH_LATEST_TURN = _run_joined_to(_LATEST_TURN_ROW, sa.true())
 """``_RUN_WITH_LATEST_TURN`` on PostgreSQL: the same row, the turn found by one index probe."""
 
 
