@@ -4,7 +4,7 @@
   trace across workers (``otel.py``); ``configure_tracing`` sets up an exporter from Settings;
 - ``console_telemetry()``: structured lines, no dependency;
 - ``combine_telemetry(a, b)``: both, ``a``'s wrapper outermost;
-- ``sentry_telemetry(sentry=sentry_sdk)``: Sentry transactions and errors, with the SDK you pass in;
+- ``sentry_telemetry(sentry=sentry_sdk)``: Sentry spans and errors, with the SDK (2 or 3) you pass in;
 - ``braintrust_telemetry(logger=...)``: Braintrust ``llm`` / ``tool`` spans, with the logger you pass in;
 - ``Telemetry``: the base class for your own integration (``base.py`` says what is called when).
 

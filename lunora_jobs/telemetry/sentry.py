@@ -1,7 +1,8 @@
-"""``sentry_telemetry``: Sentry transactions for model calls and tool calls, errors to Sentry.
+"""``sentry_telemetry``: Sentry spans for model calls and tool calls, errors to Sentry.
 
 Dependency-injected: pass your initialised ``sentry_sdk`` module (``sentry_telemetry(sentry=sentry_sdk)``);
-Lunora never imports it. Each step that works becomes a transaction (``op`` ``gen_ai.generate`` for a
+Lunora never imports it; sentry-sdk 2 and 3 both work (``_sentry_spans.py``). Each step that works
+becomes a span (a transaction on sentry-sdk 2; ``op`` ``gen_ai.generate`` for a
 turn, ``gen_ai.execute_tool`` for a tool call, ``lunora.step`` otherwise) that continues the run's
 trace: the run's ``sentry-trace`` / ``baggage`` headers are stored with the run at its start, so
 every step, on any worker, lands in one Sentry trace. A failed attempt is sent to
@@ -16,6 +17,7 @@ import threading
 from typing import Any
 
 from lunora_jobs.errors import LunoraError
+from lunora_jobs.telemetry._sentry_spans import StepSpan, sentry_spans
 from lunora_jobs.telemetry.base import RunStart, StepReport, Telemetry, TelemetryStep
 
 OPS = {"turn": "gen_ai.generate", "tool": "gen_ai.execute_tool"}
@@ -27,51 +29,46 @@ class StepFailedError(LunoraError):
 
 
 class SentryTelemetry(Telemetry):
-    """Sentry transactions per step, continuing the run's trace (see the module docstring)."""
+    """Sentry spans per step, continuing the run's trace (see the module docstring)."""
 
     def __init__(self, sentry: Any, *, record_inputs: bool = False, record_outputs: bool = False) -> None:
-        self._sentry = sentry
+        self._spans = sentry_spans(sentry)
         self.record_inputs = record_inputs
         self.record_outputs = record_outputs
         self._local = threading.local()
 
     def run_started(self, run: RunStart) -> dict[str, str]:
-        """An ``invoke_agent`` transaction; its trace headers are the run's carrier."""
-        name = f"invoke_agent {run.agent}"
-        with self._sentry.start_transaction(op="gen_ai.invoke_agent", name=name) as tx:
-            tx.set_data("gen_ai.agent.name", run.agent)
-            tx.set_data("lunora.run_id", run.run_id)
-            if run.input is not None:
-                tx.set_data("gen_ai.input.messages", _json([{"role": "user", "content": run.input}]))
-            carrier = {"sentry-trace": self._sentry.get_traceparent(), "baggage": self._sentry.get_baggage()}
-        return {key: value for key, value in carrier.items() if value}
+        """An ``invoke_agent`` root; its trace headers are the run's carrier."""
+        attributes: dict[str, Any] = {"sentry.op": "gen_ai.invoke_agent", "gen_ai.agent.name": run.agent,
+                                      "lunora.run_id": run.run_id}
+        if run.input is not None:
+            attributes["gen_ai.input.messages"] = _json([{"role": "user", "content": run.input}])
+        return self._spans.run_root(f"invoke_agent {run.agent}", attributes)
 
     def step_started(self, step: TelemetryStep) -> None:
-        """Start the step's transaction in the run's trace."""
-        op = OPS.get(step.kind, "lunora.step")
+        """Start the step's span in the run's trace."""
         if step.kind == "tool":
             name = f"execute_tool {step.step.split(':', 2)[1]}"
         elif step.kind == "turn":
             name = "chat"
         else:
             name = f"lunora.step {step.step}"
-        continued = self._sentry.continue_trace(dict(step.trace or {}), op=op, name=name)
-        tx = self._sentry.start_transaction(continued)
-        tx.__enter__()
-        for key, value in (("lunora.run_id", step.run_id), ("lunora.step", step.step),
-                           ("lunora.step.attempt", step.attempt), ("gen_ai.agent.name", step.agent)):
-            tx.set_data(key, value)
-        self._open()[(step.run_id, step.step)] = tx
+        self._open()[(step.run_id, step.step)] = self._spans.step(
+            dict(step.trace or {}), OPS.get(step.kind, "lunora.step"), name,
+            {"lunora.run_id": step.run_id, "lunora.step": step.step, "lunora.step.attempt": step.attempt,
+             "gen_ai.agent.name": step.agent},
+        )
 
     def step_finished(self, step: TelemetryStep, report: StepReport) -> None:
-        """Describe the step, report a failure, finish the transaction."""
-        tx = self._open().pop((step.run_id, step.step), None)
-        if tx is None:
+        """Describe the step, report a failure, finish the span."""
+        span = self._open().pop((step.run_id, step.step), None)
+        if span is None:
             return
+        error = None
         try:
             if report.model is not None:
-                tx.name = f"chat {report.model}"
-                tx.set_data("gen_ai.request.model", report.model)
+                span.rename(f"chat {report.model}")
+                span.set("gen_ai.request.model", report.model)
             for key, value in (
                 ("gen_ai.usage.input_tokens", report.input_tokens),
                 ("gen_ai.usage.output_tokens", report.output_tokens),
@@ -83,20 +80,17 @@ class SentryTelemetry(Telemetry):
                  None if report.outputs is None else _json(report.outputs)),
             ):
                 if value is not None:
-                    tx.set_data(key, value)
-            tx.set_data("lunora.step.status", report.status)
+                    span.set(key, value)
+            span.set("lunora.step.status", report.status)
             if report.status in FAILED:
-                tx.set_status("internal_error")
-                self._sentry.capture_exception(StepFailedError(
+                error = StepFailedError(
                     f"run {step.run_id} step {step.step} ({report.status}): {report.error or report.status}"
-                ))
-            else:
-                tx.set_status("ok")
+                )
         finally:
-            tx.__exit__(None, None, None)
+            span.end(error)
 
-    def _open(self) -> dict[tuple[str, str], Any]:
-        opened: dict[tuple[str, str], Any] | None = getattr(self._local, "open", None)
+    def _open(self) -> dict[tuple[str, str], StepSpan]:
+        opened: dict[tuple[str, str], StepSpan] | None = getattr(self._local, "open", None)
         if opened is None:
             opened = self._local.open = {}
         return opened

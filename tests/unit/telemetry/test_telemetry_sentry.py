@@ -1,4 +1,8 @@
-"""``sentry_telemetry`` with the real Sentry SDK, its envelopes captured by a transport in memory."""
+"""``sentry_telemetry`` with the real Sentry SDK, its envelopes captured by a transport in memory.
+
+The installed SDK is the one tested: sentry-sdk 2 sends each step as a transaction event, sentry-sdk 3
+as a span in a ``span`` envelope item; ``_spans`` reads either into one shape.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +31,9 @@ class Captured(sentry_sdk.Transport):  # type: ignore[misc]
     def capture_envelope(self, envelope: Any) -> None:
         for item in envelope.items:
             payload = item.payload.json
-            if payload is not None:
+            if item.type == "span" and payload is not None:  # sentry-sdk 3: a batch of streamed spans
+                Captured.events.extend({"type": "span", **span} for span in payload["items"])
+            elif payload is not None:
                 Captured.events.append(payload)
 
 
@@ -49,29 +55,49 @@ def lookup(order_id: str) -> str:
     return f"order {order_id}: SECRET-shipped"
 
 
-def _transactions(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e for e in events if e.get("type") == "transaction"]
+def _spans(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each step's (and the run's) span as ``op``, ``name``, ids, ``status`` (ok / error) and ``data``."""
+    spans = []
+    for event in events:
+        if event.get("type") == "transaction":
+            trace = event["contexts"]["trace"]
+            status = trace.get("status")  # the run's root sets none
+            spans.append({"op": trace["op"], "name": event["transaction"], "trace_id": trace["trace_id"],
+                          "span_id": trace["span_id"], "parent_span_id": trace.get("parent_span_id"),
+                          "status": "error" if status == "internal_error" else status,
+                          "data": trace.get("data", {})})
+        elif event.get("type") == "span":
+            data = {key: attribute["value"] for key, attribute in event["attributes"].items()}
+            spans.append({"op": data["sentry.op"], "name": event["name"], "trace_id": event["trace_id"],
+                          "span_id": event["span_id"], "parent_span_id": event.get("parent_span_id"),
+                          "status": event["status"], "data": data})
+    return spans
 
 
-def test_steps_are_transactions_of_one_trace_without_content(events: list[dict[str, Any]]) -> None:
+def test_steps_are_spans_of_one_trace_without_content(events: list[dict[str, Any]]) -> None:
     agent = define_agent(name="support", model="offline", tools=[lookup],
                          telemetry=sentry_telemetry(sentry_sdk))
     harness = agent_harness(agent, [tool_call_turn("c1", "lookup", {"order_id": "o-1"}, usage=Usage(9, 4)),
                                     final_turn("SECRET done")])
     assert harness.run("SECRET prompt").status == "completed"
     sentry_sdk.flush()
-    txs = _transactions(events)
-    ops = sorted(t["contexts"]["trace"]["op"] for t in txs)
+    spans = _spans(events)
+    ops = sorted(span["op"] for span in spans)
     assert ops == ["gen_ai.execute_tool", "gen_ai.generate", "gen_ai.generate", "gen_ai.invoke_agent"]
-    assert len({t["contexts"]["trace"]["trace_id"] for t in txs}) == 1  # one run, one trace
-    root = next(t for t in txs if t["contexts"]["trace"]["op"] == "gen_ai.invoke_agent")
-    children = [t for t in txs if t is not root]
-    root_span = root["contexts"]["trace"]["span_id"]
-    assert all(t["contexts"]["trace"]["parent_span_id"] == root_span for t in children)
-    turn0 = next(t for t in txs if t["contexts"]["trace"].get("data", {}).get("lunora.step") == "llm:turn:0")
-    data = turn0["contexts"]["trace"]["data"]
+    assert len({span["trace_id"] for span in spans}) == 1  # one run, one trace
+    root = next(span for span in spans if span["op"] == "gen_ai.invoke_agent")
+    children = [span for span in spans if span is not root]
+    assert all(span["parent_span_id"] == root["span_id"] for span in children)
+    # The run's trace stays with the run: what this process traces next, another run included, is not
+    # put in it.
+    assert root["trace_id"] not in (sentry_sdk.get_traceparent() or "")
+    assert harness.run("another").status == "completed"
+    sentry_sdk.flush()
+    assert len({span["trace_id"] for span in _spans(events)}) == 2
+    turn0 = next(span for span in spans if span["data"].get("lunora.step") == "llm:turn:0")
+    data = turn0["data"]
     assert (data["gen_ai.usage.input_tokens"], data["gen_ai.usage.output_tokens"]) == (9, 4)
-    assert turn0["transaction"] == "chat scripted"
+    assert turn0["name"] == "chat scripted"
     assert "SECRET" not in json.dumps(events)
 
 
@@ -86,7 +112,9 @@ def test_a_failed_attempt_goes_to_capture_exception(events: list[dict[str, Any]]
     (exception,) = errors[0]["exception"]["values"]
     assert exception["type"] == "StepFailedError" and "tool:flaky:c9" in exception["value"]
     assert "backend down" in exception["value"]
-    tools = [t for t in _transactions(events) if t["contexts"]["trace"]["op"] == "gen_ai.execute_tool"]
-    assert sorted(t["contexts"]["trace"]["status"] for t in tools) == ["internal_error", "ok"]
-    arguments = [json.loads(t["contexts"]["trace"]["data"]["gen_ai.tool.call.arguments"]) for t in tools]
+    tools = [span for span in _spans(events) if span["op"] == "gen_ai.execute_tool"]
+    assert sorted(span["status"] for span in tools) == ["error", "ok"]
+    arguments = [json.loads(span["data"]["gen_ai.tool.call.arguments"]) for span in tools]
     assert arguments == [{"x": 1}, {"x": 1}]
+    failed = next(span for span in tools if span["status"] == "error")
+    assert errors[0]["contexts"]["trace"]["trace_id"] == failed["trace_id"]  # the error joins the run's trace
