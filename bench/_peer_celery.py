@@ -74,12 +74,15 @@ class LunoraSystem:
 
     name = "Lunora Jobs"
 
-    def __init__(self, steps: int, queues: Mapping[int, str], broker_url: str) -> None:
+    def __init__(
+        self, steps: int, queues: Mapping[int, str], broker_url: str, name: str | None = None
+    ) -> None:
         import _common
 
         from lunora_jobs.store.schema import runs
         from workers.dispatch import CeleryDispatcher
 
+        self.name = name or self.name
         self.steps = steps
         self.apps = {p: _common.build_lunora(dispatcher=CeleryDispatcher(broker_url, queue=q))
                      for p, q in queues.items()}

@@ -4,6 +4,7 @@
     python bench/peers.py          # fuller: 7 latency samples, 3 samples at 30 in flight, 1 at 300
     python bench/peers.py --quick  # about a minute: 5 latency samples, 1 load sample, 30 in flight
     python bench/peers.py --systems floor,lunora   # only some (the floor is always measured)
+    python bench/peers.py --lunora-children 2      # also Lunora with 2 pool processes per process
     python bench/peers.py --systems floor,durable,lunora --ladder   # the durable floor given
                                    # Lunora's round trips one by one: a claim, a completion, the notice;
                                    # then those of a claim held in Redis: a read, a write, 2 Redis;
@@ -27,8 +28,13 @@ PostgreSQL and Redis:
 - **LangGraph** with ``PostgresSaver``: a line of K nodes, ``durability="sync"``.
 
 Each system gets the same number of processes (``--workers``, default 2): the Celery worker's
-``-c``, or that many child processes running the in-process peer. Measured, with the systems taking
-turns inside each repetition so a change of load on a shared machine hits them all alike:
+``-c``, or that many child processes running the in-process peer. The in-process peers run their
+workflows on threads inside those processes, so a workflow waiting on PostgreSQL leaves its process
+to the next; a Celery pool process runs one step at a time. ``--lunora-children M`` adds, side by
+side, Lunora Jobs on a worker with M pool processes per process of the others (``-c`` M x
+``--workers``; its scaling row compares M with 2M): the same cores, more steps waiting at once.
+Measured, with the systems taking turns inside each repetition so a change of load on a shared
+machine hits them all alike:
 
 1. per-step latency: one workflow at a time, wall time / K, median of ``--repeats``;
 2. throughput: ``--concurrent`` (30) and ``--in-flight`` (300) workflows started at once, K x n /
@@ -97,6 +103,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "in Redis's (a read, a write, 2 Redis round trips), and today's with the "
                              "completion's commit awaited after the next hop's publish, side by side; "
                              "and rungs on Lunora's own transport (LADDER_ON_OURS)")
+    parser.add_argument("--lunora-children", type=int, default=0, metavar="M",
+                        help="also Lunora Jobs with M pool processes per process of the other systems "
+                             "(celery -c M x --workers), side by side; 0: not measured")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"comma-separated, of {', '.join(SYSTEMS)} (the floor is always measured)")
     args = parser.parse_args(argv)
@@ -107,6 +116,8 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--systems: unknown {', '.join(sorted(unknown))}; choose from {', '.join(SYSTEMS)}")
     if args.workers < 1:
         parser.error("--workers must be at least 1")
+    if args.lunora_children < 0 or args.lunora_children == 1:
+        parser.error("--lunora-children: pass M >= 2 (M = 1 is the Lunora row itself), or 0")
     args.repeats = args.repeats or (5 if args.quick else 7)
     args.load_repeats = args.load_repeats or (1 if args.quick else 3)
     if args.quick:
@@ -126,10 +137,14 @@ class Bench:
         """System name -> (processes -> its pids and process group), for the CPU accounting."""
         self.workers: dict[int, Any] = {}
         self.floor_workers: dict[int, Any] = {}
+        self.wide_workers: dict[int, Any] = {}
+        """Lunora's workers with ``--lunora-children`` pool processes per process, on queues of their own."""
         self.databases: list[Any] = []
         self.queues = {p: f"peers-{p}-{uuid.uuid4().hex[:8]}" for p in self.processes}
         self.floor_queues = {p: f"peers-floor-{p}-{uuid.uuid4().hex[:8]}" for p in self.processes}
         """The floor's chains run on workers of their own, on kombu's stock Redis transport."""
+        self.wide_queues = ({p: f"peers-wide-{p}-{uuid.uuid4().hex[:8]}" for p in self.processes}
+                            if args.lunora_children else {})
         self.broker: Any = None
 
     def start(self) -> None:
@@ -165,12 +180,21 @@ class Bench:
                 self._add(rung, self._worker_owner)
         if "lunora" in wanted:
             self._add(LunoraSystem(self.steps, self.queues, env["CELERY_BROKER_URL"]), self._worker_owner)
+        children = self.args.lunora_children
+        if children:
+            wide = LunoraSystem(self.steps, self.wide_queues, env["CELERY_BROKER_URL"],
+                                name=f"Lunora Jobs, -c {children}x")
+            self._add(wide, lambda processes: (set(), self.wide_workers[processes].pid))
         starters: list[Callable[[], Any]] = []
         for p in self.processes:
             self.workers[p] = WorkerProcess(self.queues[p], env, concurrency=p, app_module="_common")
             self.floor_workers[p] = WorkerProcess(self.floor_queues[p], {**env, "BENCH_STOCK_TRANSPORT": "1"},
                                                   concurrency=p, app_module="_common")
             starters += [self.workers[p].start, self.floor_workers[p].start]
+            if children:
+                self.wide_workers[p] = WorkerProcess(self.wide_queues[p], env, concurrency=p * children,
+                                                     app_module="_common")
+                starters.append(self.wide_workers[p].start)
         from _peer_procs import PeerProcesses
 
         for kind in ("dbos", "langgraph"):
@@ -202,10 +226,10 @@ class Bench:
 
         for system in self.systems:
             _quietly(system.close)
-        for worker in [*self.workers.values(), *self.floor_workers.values()]:
+        for worker in [*self.workers.values(), *self.floor_workers.values(), *self.wide_workers.values()]:
             _quietly(worker.stop)
         if self.broker is not None:
-            for queue in [*self.queues.values(), *self.floor_queues.values()]:
+            for queue in [*self.queues.values(), *self.floor_queues.values(), *self.wide_queues.values()]:
                 self.broker.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
         for handle in self.databases:
             _quietly(partial(_drop_database, handle))
