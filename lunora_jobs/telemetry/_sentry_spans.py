@@ -7,7 +7,9 @@ one a user passed is read from the module itself, so an upgrade of their SDK nee
 
 Both join the run's trace on a fork of the current scope: joining a trace sets a propagation context,
 and setting it on the worker's own scopes (what ``sentry_sdk.continue_trace`` does) would put whatever
-the worker traces next, the next run included, into that run's trace.
+the worker traces next, the next run included, into that run's trace. On sentry-sdk 2 the step's
+transaction is also entered on the current scope, so spans the step's own code starts (an HTTP
+integration's) nest under it; on sentry-sdk 3 its span is active on the fork only, and they do not.
 """
 
 from __future__ import annotations
