@@ -5,6 +5,8 @@
     python bench/peers.py --quick  # about a minute: 5 latency samples, 1 load sample, 30 in flight
     python bench/peers.py --systems floor,lunora   # only some (the floor is always measured)
     python bench/peers.py --lunora-children 2      # also Lunora with 2 pool processes per process
+    python bench/peers.py --systems floor,lunora --solo  # also the floor and Lunora on solo workers
+                                   # (no hand-off to a pool process): the prefork pool's share
     python bench/peers.py --systems floor,durable,lunora --ladder   # the durable floor given
                                    # Lunora's round trips one by one: a claim, a completion, the notice;
                                    # then those of a claim held in Redis: a read, a write, 2 Redis;
@@ -33,6 +35,10 @@ workflows on threads inside those processes, so a workflow waiting on PostgreSQL
 to the next; a Celery pool process runs one step at a time. ``--lunora-children M`` adds, side by
 side, Lunora Jobs on a worker with M pool processes per process of the others (``-c`` M x
 ``--workers``; its scaling row compares M with 2M): the same cores, more steps waiting at once.
+``--solo`` adds the raw chain and Lunora Jobs on ``--workers`` processes of ``celery worker --pool
+solo`` sharing one queue, each running its tasks itself: what the prefork pool's hand-off (the
+parent's pop, the pipe to a pool process and back) costs a step in each. An ablation, not a way to
+deploy Lunora: the solo pool cannot enforce a step's time limit, which needs the prefork pool.
 Measured, with the systems taking turns inside each repetition so a change of load on a shared
 machine hits them all alike:
 
@@ -106,6 +112,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--lunora-children", type=int, default=0, metavar="M",
                         help="also Lunora Jobs with M pool processes per process of the other systems "
                              "(celery -c M x --workers), side by side; 0: not measured")
+    parser.add_argument("--solo", action="store_true",
+                        help="also the raw chain and Lunora Jobs on solo workers (--workers processes of "
+                             "celery worker --pool solo on one queue): the prefork hand-off's share")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"comma-separated, of {', '.join(SYSTEMS)} (the floor is always measured)")
     args = parser.parse_args(argv)
@@ -139,12 +148,18 @@ class Bench:
         self.floor_workers: dict[int, Any] = {}
         self.wide_workers: dict[int, Any] = {}
         """Lunora's workers with ``--lunora-children`` pool processes per process, on queues of their own."""
+        self.solo_workers: dict[tuple[str, int], list[Any]] = {}
+        """With ``--solo``: (queue, processes) -> that many solo workers sharing the queue."""
         self.databases: list[Any] = []
         self.queues = {p: f"peers-{p}-{uuid.uuid4().hex[:8]}" for p in self.processes}
         self.floor_queues = {p: f"peers-floor-{p}-{uuid.uuid4().hex[:8]}" for p in self.processes}
         """The floor's chains run on workers of their own, on kombu's stock Redis transport."""
         self.wide_queues = ({p: f"peers-wide-{p}-{uuid.uuid4().hex[:8]}" for p in self.processes}
                             if args.lunora_children else {})
+        self.solo_queues = ({p: f"peers-solo-{p}-{uuid.uuid4().hex[:8]}" for p in self.processes}
+                            if args.solo else {})
+        self.floor_solo_queues = ({p: f"peers-floor-solo-{p}-{uuid.uuid4().hex[:8]}" for p in self.processes}
+                                  if args.solo else {})
         self.broker: Any = None
 
     def start(self) -> None:
@@ -185,6 +200,14 @@ class Bench:
             wide = LunoraSystem(self.steps, self.wide_queues, env["CELERY_BROKER_URL"],
                                 name=f"Lunora Jobs, -c {children}x")
             self._add(wide, lambda processes: (set(), self.wide_workers[processes].pid))
+        if self.args.solo:
+            floor_solo = FloorSystem(self.steps, self.floor_solo_queues,
+                                     name="raw Celery chain, solo workers")
+            self._add(floor_solo, partial(self._solo_owner, self.floor_solo_queues))
+            if "lunora" in wanted:
+                solo = LunoraSystem(self.steps, self.solo_queues, env["CELERY_BROKER_URL"],
+                                    name="Lunora Jobs, solo workers")
+                self._add(solo, partial(self._solo_owner, self.solo_queues))
         starters: list[Callable[[], Any]] = []
         for p in self.processes:
             self.workers[p] = WorkerProcess(self.queues[p], env, concurrency=p, app_module="_common")
@@ -195,6 +218,13 @@ class Bench:
                 self.wide_workers[p] = WorkerProcess(self.wide_queues[p], env, concurrency=p * children,
                                                      app_module="_common")
                 starters.append(self.wide_workers[p].start)
+            stock = {"BENCH_STOCK_TRANSPORT": "1"}
+            for queues, extra in ((self.solo_queues, {}), (self.floor_solo_queues, stock)):
+                if p in queues:
+                    solos = [WorkerProcess(queues[p], {**env, **extra}, concurrency=1, app_module="_common",
+                                           pool="solo") for _ in range(p)]
+                    self.solo_workers[queues[p], p] = solos
+                    starters += [worker.start for worker in solos]
         from _peer_procs import PeerProcesses
 
         for kind in ("dbos", "langgraph"):
@@ -220,16 +250,22 @@ class Bench:
     def _floor_worker_owner(self, processes: int) -> tuple[set[int], int]:
         return set(), self.floor_workers[processes].pid
 
+    def _solo_owner(self, queues: dict[int, str], processes: int) -> tuple[set[int], int]:
+        return {worker.pid for worker in self.solo_workers[queues[processes], processes]}, -1
+
     def close(self) -> None:
         """Stop everything started, drop the databases, remove the queues' keys."""
         from engine import _drop_database
 
         for system in self.systems:
             _quietly(system.close)
-        for worker in [*self.workers.values(), *self.floor_workers.values(), *self.wide_workers.values()]:
+        solos = [worker for group in self.solo_workers.values() for worker in group]
+        for worker in [*self.workers.values(), *self.floor_workers.values(), *self.wide_workers.values(),
+                       *solos]:
             _quietly(worker.stop)
         if self.broker is not None:
-            for queue in [*self.queues.values(), *self.floor_queues.values(), *self.wide_queues.values()]:
+            for queue in [*self.queues.values(), *self.floor_queues.values(), *self.wide_queues.values(),
+                          *self.solo_queues.values(), *self.floor_solo_queues.values()]:
                 self.broker.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
         for handle in self.databases:
             _quietly(partial(_drop_database, handle))

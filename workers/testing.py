@@ -34,9 +34,11 @@ READY_FILE_ENV = "LUNORA_WORKER_READY_FILE"
 
 
 class WorkerProcess(LoggedChildProcess):
-    """One ``celery worker`` subprocess (prefork pool) consuming ``queue``.
+    """One ``celery worker`` subprocess (prefork pool, unless ``pool`` names another) consuming ``queue``.
 
     ``app_module`` is Celery's ``-A`` (a module exposing a Celery app configured like ``workers``).
+    ``pool="solo"`` runs the tasks in the worker process itself (``bench/peers.py --solo``: no hand-off
+    to a pool process, and no step time limits, which need the prefork pool).
     """
 
     def __init__(
@@ -49,8 +51,10 @@ class WorkerProcess(LoggedChildProcess):
         name: str | None = None,
         extra_args: Sequence[str] = (),
         app_module: str = "workers",
+        pool: str = "prefork",
     ) -> None:
         self.queue = queue
+        self.pool = pool
         self.app_module = app_module
         self.concurrency = concurrency
         self.loglevel = loglevel
@@ -67,7 +71,7 @@ class WorkerProcess(LoggedChildProcess):
         """The worker command line (what ``lunora worker`` runs)."""
         return [
             sys.executable, "-m", "celery", "-A", self.app_module, "worker", "-Q", self.queue,
-            "-c", str(self.concurrency), "--pool", "prefork", "-n", f"{self.name}@%h",
+            "-c", str(self.concurrency), "--pool", self.pool, "-n", f"{self.name}@%h",
             "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", self.loglevel,
             *self.extra_args,
         ]
