@@ -37,8 +37,8 @@ side, Lunora Jobs on a worker with M pool processes per process of the others (`
 ``--workers``; its scaling row compares M with 2M): the same cores, more steps waiting at once.
 ``--solo`` adds the raw chain and Lunora Jobs on ``--workers`` processes of ``celery worker --pool
 solo`` sharing one queue, each running its tasks itself: what the prefork pool's hand-off (the
-parent's pop, the pipe to a pool process and back) costs a step in each. An ablation, not a way to
-deploy Lunora: the solo pool cannot enforce a step's time limit, which needs the prefork pool.
+parent's pop, the pipe to a pool process and back) costs a step in each. Lunora's solo workers
+enforce its steps' time limits themselves (``workers/solo_limits.py``), so that row is a deployment.
 Measured, with the systems taking turns inside each repetition so a change of load on a shared
 machine hits them all alike:
 

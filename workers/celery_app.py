@@ -45,6 +45,7 @@ from lunora_jobs.errors import ConfigurationError
 from workers import quiet_ticks, redis_transport
 from workers.beat import beat_schedule
 from workers.revocations import PruneRunRevocations
+from workers.solo_limits import SoloTimeLimits
 
 quiet_ticks.install()
 
@@ -149,6 +150,7 @@ def make_app(broker_url: str | None = None, queue: str | None = None) -> Celery:
         # RabbitMQ honours priorities only on queues declared with x-max-priority (Redis ignores it).
         celery_app.conf.task_queue_max_priority = 9
     celery_app.steps["worker"].add(PruneRunRevocations)
+    celery_app.steps["worker"].add(SoloTimeLimits)  # time limits on --pool solo, as prefork has them
     return celery_app
 
 

@@ -10,7 +10,9 @@ the sweep has the step retried. Either way the process is free again within the 
 tool never runs beside its own retry: its lease stays alive exactly as long as it runs.
 
 The limits are set on the task objects of the process that loads the app; in the prefork pool the
-worker's main process enforces them (it loads the app for its start-up checks), before any step.
+worker's main process enforces them (it loads the app for its start-up checks), before any step. On
+the solo pool, where Celery enforces none, ``workers.solo_limits`` does, with the same effects (the
+process is replaced at the hard limit).
 Agents with very different ``step_timeout_s`` are best served by separate workers (routes, queues).
 """
 

@@ -11,7 +11,9 @@ so "free again" is visible as the next attempt starting on it.
 - ``stubborn`` swallows the soft limit: the hard limit kills its process, the lease it no longer
   renews lapses, the sweep retries the step, and after ``max_attempts`` the run fails with
   ``StepExhaustedError`` instead of looping.
-In both, at most one execution of the tool ever runs at a time.
+In both, at most one execution of the tool ever runs at a time. Both run on the prefork pool (whose
+parent enforces the limits) and on the solo pool (``workers.solo_limits``: the soft limit raised in
+the step, the process replaced by a fresh one at the hard limit, the same pid consuming again).
 """
 
 from __future__ import annotations
@@ -47,12 +49,16 @@ def _entered_at(fleet: Fleet) -> list[float]:
     return [float(item.rsplit("@", 1)[1]) for item in fleet.counters.lrange(f"{fleet.prefix}:entered", 0, -1)]
 
 
+POOLS = pytest.mark.parametrize("pool", ["prefork", "solo"])
+
+
+@POOLS
 def test_a_tool_past_its_soft_limit_fails_its_attempt_and_frees_the_process(
-    pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch, pool: str
 ) -> None:
     fleet = _fleet(pg_url, private_redis, monkeypatch)
     try:
-        fleet.start_worker(concurrency=1)
+        fleet.start_worker(concurrency=1, pool=pool)
         run_id = fleet.start_run("limited")
         with fleet.sweeping(every=0.5) as tick:
             run = wait_runs(fleet, [run_id], timeout=60, tick=tick)[run_id]
@@ -71,12 +77,13 @@ def test_a_tool_past_its_soft_limit_fails_its_attempt_and_frees_the_process(
         fleet.close()
 
 
+@POOLS
 def test_a_tool_deaf_to_the_soft_limit_is_killed_at_the_hard_one_and_never_runs_twice_at_once(
-    pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch, pool: str
 ) -> None:
     fleet = _fleet(pg_url, private_redis, monkeypatch)
     try:
-        fleet.start_worker(concurrency=1)
+        worker = fleet.start_worker(concurrency=1, pool=pool)
         run_id = fleet.start_run("deaf")
         hard = LIMIT_S + HARD_LIMIT_MARGIN_S
         with fleet.sweeping(every=0.5) as tick:
@@ -87,5 +94,8 @@ def test_a_tool_deaf_to_the_soft_limit_is_killed_at_the_hard_one_and_never_runs_
         # The hard limit, counted from the task's start, killed the first execution before the retry
         # started (once the lease it no longer renewed lapsed): never two at once.
         assert entered[1] - entered[0] >= hard, entered
+        if pool == "solo":  # the retry ran on the replaced process: the same worker, consuming again
+            assert worker.proc is not None and worker.proc.poll() is None
+            assert "ran past its hard time limit; replacing this solo worker process" in worker.log()
     finally:
         fleet.close()

@@ -1,4 +1,8 @@
-"""SIGKILL a worker in the middle of a tool step; a new worker finishes the run exactly once."""
+"""SIGKILL a worker in the middle of a tool step; a new worker finishes the run exactly once.
+
+On the prefork pool the whole worker or only the pool process running the step; on the solo pool
+(each process runs its steps itself) the worker process.
+"""
 
 from __future__ import annotations
 
@@ -16,22 +20,23 @@ KILLED = "tool:block:c3"
 AFTER_KILL = ["tool:record:c4", "llm:turn:2", "llm:turn:3"]
 
 
-@pytest.mark.parametrize("victim", ["worker", "pool-process"])
+@pytest.mark.parametrize("victim", ["worker", "pool-process", "solo-worker"])
 def test_sigkill_mid_tool_then_new_worker_finishes_each_step_once(
     pg_url: str, private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch, victim: str
 ) -> None:
     fleet = Fleet(pg_url, private_redis, monkeypatch)
+    pool = "solo" if victim == "solo-worker" else "prefork"
     try:
-        first = fleet.start_worker(concurrency=2)
+        first = fleet.start_worker(concurrency=2, pool=pool)
         run_id = fleet.start_run("crashy")
         assert fleet.wait_entered(1) == [KILLED]  # the block tool applied its effect and now waits
         done = {s.name for s in fleet.app.store.list_steps(run_id) if s.status == "completed"}
         assert done == set(BEFORE_KILL)
 
-        if victim == "worker":
+        if victim in ("worker", "solo-worker"):
             first.kill()  # the whole process group: a lost machine, nothing acked or requeued
             fleet.release()  # the re-executed block tool may proceed
-            fleet.start_worker(concurrency=2)
+            fleet.start_worker(concurrency=2, pool=pool)
         else:
             # Only the pool process running the step (an OOM kill): the worker survives, replaces
             # the process and, with task_reject_on_worker_lost, puts the message back on the queue.

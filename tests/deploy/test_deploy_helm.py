@@ -57,6 +57,18 @@ def test_the_scenarios_render_what_they_enable() -> None:
                            ("worker-default", "worker-tools", "beat", "flower", "api", "ingress")}
 
 
+def test_a_pool_runs_on_prefork_by_default_or_on_solo_without_a_concurrency() -> None:
+    objects = render({"worker": {"pools": {"default": {}, "fast": {"queues": ["fast"], "pool": "solo"}}}})
+
+    def args(component: str) -> list[str]:
+        deployment = named(objects, "Deployment", f"jobs-lunora-jobs-{component}")
+        return list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+
+    assert "--pool=prefork" in args("worker-default") and "--concurrency=4" in args("worker-default")
+    assert "--pool=solo" in args("worker-fast")
+    assert not [a for a in args("worker-fast") if a.startswith("--concurrency")]
+
+
 def test_keda_watches_every_redis_list_a_pool_is_fed_through() -> None:
     objects = render(SCENARIOS["keda-ingress-routes"])
     tools = named(objects, "ScaledObject", "jobs-lunora-jobs-worker-tools")
@@ -158,6 +170,7 @@ def test_secrets_leave_out_empty_values_and_flower_always_has_a_password() -> No
         ({"routes": {"tools": {"queue": "lunora"}}}, "step kind is turn, tool, memory or resume"),
         ({"worker": {"pools": {"default": None, "x": {"queues": ["x"]}}}}, "consumes defaultQueue"),
         ({"worker": {"autoscaling": {"enabled": True}, "keda": {"enabled": True}}}, "not both"),
+        ({"worker": {"pool": "threads"}}, "pool must be prefork or solo"),
         ({"ingress": {"enabled": True, "hosts": [{"host": "h", "paths": [
             {"path": "/", "pathType": "Prefix", "service": "db"}]}]}}, "service must be api, ingress or"),
     ],

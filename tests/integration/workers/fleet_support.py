@@ -73,10 +73,14 @@ class Fleet:
         """The sweep leaves runs with ledger activity this recent alone (the engine default is 30 s)."""
 
     # -- processes ------------------------------------------------------------------------------
-    def start_worker(self, concurrency: int = 2, loglevel: str = "WARNING") -> WorkerProcess:
-        """Start one more worker on the fleet's queue and wait until it consumes."""
+    def start_worker(
+        self, concurrency: int = 2, loglevel: str = "WARNING", pool: str = "prefork"
+    ) -> WorkerProcess:
+        """Start one more worker on the fleet's queue (``pool``: Celery's ``--pool``) and wait until
+        it consumes."""
         name = f"{self.prefix}-{len(self.workers)}"
-        worker = WorkerProcess(self.queue, self.env, concurrency=concurrency, name=name, loglevel=loglevel)
+        worker = WorkerProcess(self.queue, self.env, concurrency=concurrency, name=name, loglevel=loglevel,
+                               pool=pool)
         self.workers.append(worker)
         return worker.start()
 
