@@ -39,6 +39,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 from lunora_jobs.config import Settings
 
 log = logging.getLogger(__name__)
+EXEC_FAILED = 70
+"""The exit status of a solo worker past a hard limit whose re-execution failed (EX_SOFTWARE)."""
 
 
 def task_limits(task: Any) -> tuple[float | None, float | None]:
@@ -102,7 +104,10 @@ def restart_process(what: str) -> None:
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    os.execv(sys.executable, sys.orig_argv)
+    try:
+        os.execv(sys.executable, sys.orig_argv)
+    finally:  # the exec failed: end the process all the same, the supervisor starts another
+        os._exit(EXEC_FAILED)
 
 
 def _raise_soft_limit(signum: int, frame: FrameType | None) -> None:
