@@ -1,7 +1,7 @@
 """Task time limits on the solo pool, as the prefork pool enforces them.
 
 ``lunora worker --pool solo`` runs each step in the worker process itself: no parent pops the message
-and hands it through a pipe to a pool process and back, which costs a step 1.3-2.1 ms on a 2-core
+and hands it through a pipe to a pool process and back, which costs a step 0.8-2.1 ms on a 2-core
 machine (``bench/peers.py --solo``, README Performance). Celery enforces no time limit there, and a
 step without one could hang its process and keep its lease alive for good. This bootstep enforces a
 task's ``soft_time_limit`` and ``time_limit`` (a step's come from ``workers.time_limits``) with the
