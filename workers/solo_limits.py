@@ -53,6 +53,11 @@ def task_limits(task: Any) -> tuple[float | None, float | None]:
 class Watchdog:
     """One daemon thread that calls ``expired(what)`` once an armed deadline passes unrelieved.
 
+    Arming and disarming only write the deadline: the thread is woken when a deadline is sooner than
+    the moment it already means to look (the first after an idle spell), else it finds the new one
+    when it wakes at the old. A step's ``arm`` and ``disarm`` thus wake no thread: two wake-ups a
+    step made the thread take the interpreter's lock from the step between its round trips.
+
     Example::
 
         dog = Watchdog(lambda what: print("past the limit:", what))
@@ -69,28 +74,30 @@ class Watchdog:
         self._cond = threading.Condition()
         self._deadline: float | None = None
         self._what = ""
+        self._looks_at: float | None = None  # when the thread next wakes by itself; None: never
         self._thread = threading.Thread(target=self._run, name="lunora-hard-limit", daemon=True)
         self._thread.start()
 
     def arm(self, seconds: float, what: str) -> None:
         """Call ``expired(what)`` ``seconds`` from now unless ``disarm`` comes first."""
+        deadline = self._clock() + seconds
         with self._cond:
-            self._deadline, self._what = self._clock() + seconds, what
-            self._cond.notify()
+            self._deadline, self._what = deadline, what
+            if self._looks_at is None or deadline < self._looks_at:
+                self._cond.notify()
 
     def disarm(self) -> None:
-        """The task ended: nothing to call."""
+        """The task ended: nothing to call (the thread finds no deadline when it next looks)."""
         with self._cond:
             self._deadline = None
-            self._cond.notify()
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 while self._deadline is None or self._clock() < self._deadline:
-                    wait = None if self._deadline is None else self._deadline - self._clock()
-                    self._cond.wait(wait)
-                what, self._deadline = self._what, None
+                    self._looks_at = self._deadline
+                    self._cond.wait(None if self._deadline is None else self._deadline - self._clock())
+                what, self._deadline, self._looks_at = self._what, None, None
             self._expired(what)
 
 

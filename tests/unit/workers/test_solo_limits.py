@@ -6,6 +6,7 @@ the hard one) are ``tests/chaos/test_time_limits.py``'s, run on both pools.
 
 from __future__ import annotations
 
+import threading
 import time
 from types import SimpleNamespace
 
@@ -64,6 +65,38 @@ def test_a_deadline_disarmed_before_it_passes_is_not_called() -> None:
     now[0] = 6.0
     _wait_for(calls, 1)
     assert calls == ["late"]
+
+
+def test_steps_under_a_long_limit_wake_the_watchdog_no_more_than_once() -> None:
+    """A step arms and disarms: neither may wake the thread, which would take the interpreter's lock
+    from the step. The thread reads the clock twice each time it wakes: its reads count its wake-ups."""
+    looks: list[float] = []
+
+    def clock() -> float:
+        if threading.current_thread().name == "lunora-hard-limit":
+            looks.append(time.monotonic())
+        return time.monotonic()
+
+    dog = Watchdog(lambda what: None, clock=clock)
+    dog.arm(60.0, "lunora.turn[first]")  # the first after an idle spell wakes it, once
+    _wait_for(looks, 1)
+    for step in range(200):
+        time.sleep(0.0002)  # the step's round trips: the interpreter's lock is free meanwhile
+        dog.disarm()
+        dog.arm(60.0, f"lunora.tool[{step}]")
+    dog.disarm()
+    woken = len(looks)
+    assert woken <= 2, f"the watchdog's thread read its clock {woken} times for 200 steps (twice a wake-up)"
+
+
+def test_a_shorter_limit_after_a_longer_one_is_called_on_time() -> None:
+    calls: list[str] = []
+    dog = Watchdog(calls.append)
+    dog.arm(3600.0, "lunora.turn[long]")  # the thread now sleeps for an hour
+    dog.disarm()
+    dog.arm(0.05, "lunora.tool[short]")  # sooner than the thread means to look: it is woken
+    _wait_for(calls, 1)
+    assert calls == ["lunora.tool[short]"]
 
 
 @pytest.mark.parametrize(("pool", "enabled"), [("solo", True), ("prefork", False), ("threads", False)])
