@@ -52,7 +52,9 @@ def _configure_env(queue: str, database_url: str) -> dict[str, str]:
         "LUNORA_QUEUE": queue,
         "LUNORA_DATABASE_URL": database_url,
         "LUNORA_APP": "_common:lunora_app",
-        "PYTHONPATH": os.pathsep.join([str(BENCH_DIR), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        # The repository before bench/, whose rag.py would shadow the rag package (celery's
+        # cwd import hides that only when run from the repository).
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH_DIR), os.environ.get("PYTHONPATH", "")]),
     }
     os.environ.update(env)
     for path in (str(BENCH_DIR), str(ROOT)):

@@ -163,7 +163,7 @@ def main() -> None:
     prefix = "bench-ingress-" + uuid.uuid4().hex[:6]
     base_env = {**os.environ, "LUNORA_APP": "_ingress_app:build_app", "LUNORA_DATABASE_URL": database_url,
                 "CELERY_BROKER_URL": broker_url, "BENCH_SLACK_SECRET": SECRET,
-                "PYTHONPATH": os.pathsep.join([str(BENCH_DIR), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+                "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH_DIR), os.environ.get("PYTHONPATH", "")])}
     broker = redis.Redis.from_url(broker_url)
     processes: list[Any] = []
     queues = [f"{prefix}-load", f"{prefix}-latency"]
