@@ -195,3 +195,44 @@ def test_tool_read_probes_the_latest_turn_by_primary_key_in_a_generic_plan(pg_ur
         assert row is not None and row["id"] == "r-plan" and row["step_name"] == "llm:turn:11"
         with conn.cursor(row_factory=tuple_row) as cursor:
             _assert_probes_by_primary_key(cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {execute}"))
+
+
+def test_completion_finds_its_step_by_primary_key_in_a_generic_plan(pg_url: str) -> None:
+    """The completion's fenced update of its step is a (run_id, name) probe in the generic plan, as
+    the claim's: by the (status, lease) index it read every running step of every run (and the dead
+    index entries of the steps that ran since the last vacuum) to find its own."""
+    import psycopg
+
+    from lunora_jobs.store.sql._postgres.completion import completion_sql
+    from lunora_jobs.store.sql._postgres.direct import _positional
+
+    store = SqlStore.from_url(pg_url)
+    thread = store.ensure_thread("t-done", owner="alice")
+    for i in range(20):  # other runs' steps, running meanwhile
+        store.create_run(NewRun(id=f"r-other-{i}", thread_id=thread.id, agent="a", input=None, owner="alice"))
+        other = store.claim_step(f"r-other-{i}", "llm:turn:0", owner="w2", lease_ms=60_000)
+        assert other.outcome == "claimed"
+    store.create_run(NewRun(id="r-done", thread_id=thread.id, agent="a", input=None, owner="alice"))
+    claim = store.claim_step("r-done", "tool:noop:c1", owner="w1", lease_ms=60_000)
+    store.close()
+    sql, params = completion_sql("r-done", "tool:noop:c1", claim.step.generation, 1, '{"ok": true}', [],
+                                 None, {}, None, None)
+    positional = _positional(sql)
+    assert positional is not None
+    text, names = positional
+    dsn = sa.engine.make_url(pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn) as conn:  # a transaction, rolled back: EXPLAIN ANALYZE runs the update
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(b"PREPARE done AS " + text)
+        values = ", ".join(psycopg.sql.Literal(params[name]).as_string(conn) for name in names)
+        explained = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE done({values})").fetchone()
+        conn.rollback()
+    assert explained is not None
+    scans = [node for node in _steps_scans(explained[0][0]["Plan"]) if node["Node Type"].endswith("Scan")]
+    assert scans, explained
+    for scan in scans:
+        assert scan.get("Index Name") == "agent_steps_pkey", scan
+        assert scan.get("Rows Removed by Filter", 0) == 0, scan
+    updated = [node for node in _nodes(explained[0][0]["Plan"]) if node.get("Operation") == "Update"
+               and node.get("Relation Name") == "agent_steps"]
+    assert updated and updated[0].get("Actual Rows") == 1, updated  # the fence held: it was recorded

@@ -5,7 +5,7 @@ The five writes of a completion become data-modifying CTEs of a single statement
     WITH run_row AS (SELECT id, thread_id FROM agent_runs
                      WHERE id = :run AND status <> 'cancelled' FOR UPDATE),
          done    AS (UPDATE agent_steps SET status = 'completed', ...
-                     WHERE <fenced: run, name, generation, running> AND EXISTS (SELECT FROM run_row)
+                     WHERE <fenced: run, name, running claim's generation> AND EXISTS (SELECT FROM run_row)
                      RETURNING run_id),
          thr     AS (UPDATE agent_threads SET next_seq = next_seq + n, <patch>
                      WHERE id = (SELECT thread_id FROM run_row) AND EXISTS (SELECT FROM done)
@@ -104,12 +104,17 @@ def completion_sql(
 @cache
 def _sql(shape: Shape) -> str:
     touch_thread, t_sets, t_adds, has_messages, has_usage, r_sets, r_adds = shape
+    # The fence tests the running claim's generation through CASE, which no index serves, so the
+    # step is found by its primary key: with ``status = 'running'`` as a condition of its own, the
+    # generic plan took the (status, lease) index and read every running step of every run, and the
+    # dead entries of those since the last vacuum (300 running: 0.05-0.3 ms more per completion).
     parts = [
         "WITH run_row AS (SELECT id, thread_id FROM agent_runs"
         " WHERE id = %(run_id)s AND status <> 'cancelled' FOR UPDATE)",
         "done AS (UPDATE agent_steps SET status = 'completed', result = %(result)s, error = NULL,"
         " updated_at = %(now)s WHERE run_id = %(run_id)s AND name = %(name)s"
-        " AND generation = %(generation)s AND status = 'running' AND EXISTS (SELECT 1 FROM run_row)"
+        " AND CASE WHEN status = 'running' THEN generation END = %(generation)s"
+        " AND EXISTS (SELECT 1 FROM run_row)"
         " RETURNING run_id)",
     ]
     if touch_thread:
