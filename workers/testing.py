@@ -37,8 +37,8 @@ class WorkerProcess(LoggedChildProcess):
     """One ``celery worker`` subprocess (prefork pool, unless ``pool`` names another) consuming ``queue``.
 
     ``app_module`` is Celery's ``-A`` (a module exposing a Celery app configured like ``workers``).
-    ``pool="solo"`` runs the tasks in the worker process itself (``bench/peers.py --solo``: no hand-off
-    to a pool process, and no step time limits, which need the prefork pool).
+    ``pool="solo"`` runs the tasks in the worker process itself (no hand-off to a pool process; the
+    step time limits are then ``workers.solo_limits``'s).
     """
 
     def __init__(
