@@ -138,6 +138,23 @@ def _assert_probes_by_primary_key(explained: Any) -> None:
         assert scan.get("Rows Removed by Join Filter", 0) == 0, scan
 
 
+def _generic_execute(conn: Any, name: str, sql: str, params: dict[str, Any]) -> str:
+    """Prepare ``sql`` (``%(name)s`` placeholders) as ``name`` on ``conn`` under a generic plan (as a
+    prepared statement gets one from its 6th execution); the ``EXECUTE`` of it with ``params``."""
+    import psycopg.sql
+
+    from lunora_jobs.store.sql._postgres.direct import _positional
+
+    positional = _positional(sql)
+    assert positional is not None
+    text, names = positional
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    conn.execute(b"PREPARE " + name.encode() + b" AS " + text)
+    return psycopg.sql.SQL("EXECUTE {}({})").format(
+        psycopg.sql.Identifier(name),
+        psycopg.sql.SQL(", ").join(psycopg.sql.Literal(params[key]) for key in names)).as_string(conn)
+
+
 def test_tool_claim_probes_its_turn_by_primary_key_in_a_generic_plan(pg_url: str) -> None:
     """The tool claim's check finds the turn that made the call with a (run_id, name) probe, even in
     the generic plan a prepared statement gets (no parameter values, no statistics on a fresh table):
@@ -174,23 +191,14 @@ def test_tool_read_probes_the_latest_turn_by_primary_key_in_a_generic_plan(pg_ur
     """The run with its latest turn's row, which a tool step reads with its claim, is a (run_id, name)
     probe in the generic plan too: a scan of the run's ledger by run_id grew with the run's length."""
     import psycopg
-    import psycopg.sql
     from psycopg.rows import dict_row, tuple_row
 
-    from lunora_jobs.store.sql._postgres.direct import _positional
     from lunora_jobs.store.sql._runs import pg_text
 
     dsn = _run_of_twelve_turns(pg_url)
     sql, consts = pg_text("run_with_latest_turn")
-    positional = _positional(sql)
-    assert positional is not None
-    text, names = positional
-    values = [{**consts, "run_id": "r-plan"}[name] for name in names]
     with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:
-        conn.execute("SET plan_cache_mode = force_generic_plan")
-        conn.execute(b"PREPARE latest AS " + text)
-        execute = psycopg.sql.SQL("EXECUTE latest({})").format(
-            psycopg.sql.SQL(", ").join(psycopg.sql.Literal(value) for value in values)).as_string(conn)
+        execute = _generic_execute(conn, "latest", sql, {**consts, "run_id": "r-plan"})
         row = conn.execute(execute).fetchone()
         assert row is not None and row["id"] == "r-plan" and row["step_name"] == "llm:turn:11"
         with conn.cursor(row_factory=tuple_row) as cursor:
@@ -204,7 +212,6 @@ def test_completion_finds_its_step_by_primary_key_in_a_generic_plan(pg_url: str)
     import psycopg
 
     from lunora_jobs.store.sql._postgres.completion import completion_sql
-    from lunora_jobs.store.sql._postgres.direct import _positional
 
     store = SqlStore.from_url(pg_url)
     thread = store.ensure_thread("t-done", owner="alice")
@@ -217,15 +224,10 @@ def test_completion_finds_its_step_by_primary_key_in_a_generic_plan(pg_url: str)
     store.close()
     sql, params = completion_sql("r-done", "tool:noop:c1", claim.step.generation, 1, '{"ok": true}', [],
                                  None, {}, None, None)
-    positional = _positional(sql)
-    assert positional is not None
-    text, names = positional
     dsn = sa.engine.make_url(pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(dsn) as conn:  # a transaction, rolled back: EXPLAIN ANALYZE runs the update
-        conn.execute("SET plan_cache_mode = force_generic_plan")
-        conn.execute(b"PREPARE done AS " + text)
-        values = ", ".join(psycopg.sql.Literal(params[name]).as_string(conn) for name in names)
-        explained = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE done({values})").fetchone()
+        execute = _generic_execute(conn, "done", sql, params)
+        explained = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {execute}").fetchone()
         conn.rollback()
     assert explained is not None
     scans = [node for node in _steps_scans(explained[0][0]["Plan"]) if node["Node Type"].endswith("Scan")]
