@@ -240,6 +240,11 @@ class MissingModelKeyError(ConfigurationError):
     otherwise run the offline model (``model="auto"``) or fail at the first turn (``openai:...``)."""
 
 
+class UnsupportedPoolError(ConfigurationError):
+    """A worker was started on a Celery pool other than prefork or solo (``threads``, ``gevent``,
+    ``eventlet``, a custom one): its steps would run without the time limits that end a hung tool."""
+
+
 class MissingDatabaseUrlError(ConfigurationError):
     """A broker is configured but ``LUNORA_DATABASE_URL`` is not: every worker would keep its own
     SQLite file, and no two processes would see the same runs."""

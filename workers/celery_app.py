@@ -44,6 +44,7 @@ from lunora_jobs.config import Settings
 from lunora_jobs.errors import ConfigurationError
 from workers import quiet_ticks, redis_transport
 from workers.beat import beat_schedule
+from workers.pools import SupportedPool
 from workers.revocations import PruneRunRevocations
 from workers.solo_limits import SoloTimeLimits
 
@@ -150,6 +151,7 @@ def make_app(broker_url: str | None = None, queue: str | None = None) -> Celery:
         # RabbitMQ honours priorities only on queues declared with x-max-priority (Redis ignores it).
         celery_app.conf.task_queue_max_priority = 9
     celery_app.steps["worker"].add(PruneRunRevocations)
+    celery_app.steps["worker"].add(SupportedPool)  # prefork or solo: the pools that keep the time limits
     celery_app.steps["worker"].add(SoloTimeLimits)  # time limits on --pool solo, as prefork has them
     return celery_app
 

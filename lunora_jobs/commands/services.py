@@ -47,7 +47,8 @@ def worker(ctx: typer.Context) -> None:
     """A Celery worker for the app named by LUNORA_APP (extra arguments go to Celery).
 
     Example: LUNORA_APP=myproject.agents:app lunora worker --concurrency 4
-    (or --pool solo: one step at a time, run by the worker process itself; start one per step to run at once)
+    (or --pool solo: one step at a time, run by the worker process itself; start one per step to run at once;
+    other pools are refused: they would not enforce the steps' time limits)
     """
     _celery(["worker", *ctx.args])
 
