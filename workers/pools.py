@@ -33,15 +33,15 @@ from workers.preflight import EX_CONFIG
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_POOLS: dict[str, type[Any]] = {"prefork": PreforkPool, "solo": SoloPool}
-"""The pools a worker runs steps on, by the name ``--pool`` takes."""
+SUPPORTED_POOLS: tuple[type[Any], ...] = (PreforkPool, SoloPool)
+"""The pools a worker runs steps on (``--pool prefork``, ``--pool solo``), and classes derived from them."""
 
 
 def check_pool(pool: str | type[Any]) -> None:
     """Raise ``UnsupportedPoolError`` unless ``pool`` (a ``--pool`` name or a pool class) is prefork or
     solo, or a class derived from one of them."""
     implementation = get_implementation(pool)
-    if issubclass(implementation, tuple(SUPPORTED_POOLS.values())):
+    if issubclass(implementation, SUPPORTED_POOLS):
         return
     name = pool if isinstance(pool, str) else _name(implementation)
     raise UnsupportedPoolError(

@@ -128,7 +128,8 @@ class SoloTimeLimits(bootsteps.StartStopStep):  # type: ignore[misc]
 
     def __init__(self, worker: Any, **kwargs: Any) -> None:
         super().__init__(worker, **kwargs)
-        self.enabled = get_implementation(worker.pool_cls) is SoloPool
+        # A class derived from the solo pool runs tasks in the process too (workers.pools accepts it).
+        self.enabled = issubclass(get_implementation(worker.pool_cls), SoloPool)
         self._watchdog: Watchdog | None = None
 
     def start(self, worker: Any) -> None:

@@ -11,6 +11,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from celery.concurrency.solo import TaskPool as SoloPool
 
 from workers.solo_limits import SoloTimeLimits, Watchdog, task_limits
 
@@ -99,7 +100,13 @@ def test_a_shorter_limit_after_a_longer_one_is_called_on_time() -> None:
     assert calls == ["lunora.tool[short]"]
 
 
-@pytest.mark.parametrize(("pool", "enabled"), [("solo", True), ("prefork", False), ("threads", False)])
-def test_the_bootstep_runs_on_the_solo_pool_only(pool: str, enabled: bool) -> None:
+class TunedSolo(SoloPool):  # type: ignore[misc]
+    """A custom pool derived from the solo pool (``workers.pools`` accepts it): it runs tasks in the
+    worker process, so the bootstep enforces their limits there too."""
+
+
+@pytest.mark.parametrize(("pool", "enabled"),
+                         [("solo", True), (TunedSolo, True), ("prefork", False), ("threads", False)])
+def test_the_bootstep_runs_on_the_solo_pool_only(pool: str | type, enabled: bool) -> None:
     worker = SimpleNamespace(pool_cls=pool)
     assert SoloTimeLimits(worker).enabled is enabled
